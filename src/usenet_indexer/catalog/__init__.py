@@ -1,0 +1,1 @@
+"""The catalog: releases stored from batches, search, NZB files, categories."""

@@ -1,0 +1,200 @@
+"""The one I/O boundary to the store: transactions running named queries, on PostgreSQL or SQLite.
+
+Rows come back as dicts. A transaction is a context manager; leaving it normally commits, an exception
+rolls back. ``write=True`` matters on SQLite only (``BEGIN IMMEDIATE`` takes the write lock up front, so
+two writers queue instead of failing half-way with SQLITE_BUSY); ``repeatable_read=True`` matters on
+PostgreSQL only (see the lease engine for why the grant needs it).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import unquote, urlparse
+
+from usenet_indexer.db.queries import Dialect, queries
+
+Row = dict[str, Any]
+Params = Mapping[str, Any] | Sequence[Any] | None
+T = TypeVar("T")
+
+
+class RetryableConflict(Exception):
+    """A transaction lost a race (serialization failure, deadlock) and may simply be run again."""
+
+
+class Tx:
+    """One open transaction. ``run`` takes a query name from ``sql/``; ``sql`` takes literal SQL."""
+
+    def __init__(self, dialect: Dialect, cursor: Any) -> None:
+        self.dialect: Dialect = dialect
+        self._cursor = cursor
+        self._queries = queries(dialect)
+
+    def run(self, name: str, params: Params = None) -> list[Row]:
+        return self.sql(self._queries[name], params)
+
+    def one(self, name: str, params: Params = None) -> Row | None:
+        rows = self.run(name, params)
+        return rows[0] if rows else None
+
+    def count(self, name: str, params: Params = None) -> int:
+        """Rows changed by a write query (RETURNING-free)."""
+        self._cursor.execute(self._queries[name], params or {})
+        return int(self._cursor.rowcount)
+
+    def sql(self, sql: str, params: Params = None) -> list[Row]:
+        cursor = self._cursor
+        cursor.execute(sql, params or {})
+        if cursor.description is None:
+            return []
+        names = [column[0] for column in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    def executemany(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        if rows:
+            self._cursor.executemany(self._queries[name], rows)
+
+
+class Database:
+    """Base of the two stores; ``url`` is ``postgresql://…`` or ``sqlite:///path``."""
+
+    dialect: Dialect
+    url: str
+
+    @contextmanager
+    def transaction(self, *, write: bool = True, repeatable_read: bool = False) -> Iterator[Tx]:
+        raise NotImplementedError
+        yield  # pragma: no cover
+
+    def retrying(self, work: Callable[[Tx], T], *, attempts: int = 20, repeatable_read: bool = False) -> T:
+        """Run ``work`` in a transaction, again from the start when it lost a race to another one."""
+        for attempt in range(attempts):
+            try:
+                with self.transaction(repeatable_read=repeatable_read) as tx:
+                    return work(tx)
+            except RetryableConflict:
+                if attempt == attempts - 1:
+                    raise
+                time.sleep(min(0.05, 0.0005 * 2**attempt))
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class PostgresDatabase(Database):
+    dialect: Dialect = "postgresql"
+
+    def __init__(self, url: str, *, max_connections: int = 20) -> None:
+        import psycopg
+        from psycopg_pool import ConnectionPool
+
+        self.url = url
+        self._psycopg = psycopg
+        self._pool = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=max_connections,
+            kwargs={"autocommit": True},
+            open=True,
+            name="usenet-indexer",
+        )
+
+    @contextmanager
+    def transaction(self, *, write: bool = True, repeatable_read: bool = False) -> Iterator[Tx]:
+        errors = self._psycopg.errors
+        with self._pool.connection() as conn, conn.cursor() as cursor:
+            cursor.execute("BEGIN ISOLATION LEVEL REPEATABLE READ" if repeatable_read else "BEGIN")
+            try:
+                yield Tx("postgresql", cursor)
+            except BaseException as error:
+                if not conn.closed:
+                    # A broken connection cannot roll back; the pool discards it on return.
+                    with suppress(errors.Error):
+                        cursor.execute("ROLLBACK")
+                if isinstance(error, errors.SerializationFailure | errors.DeadlockDetected):
+                    raise RetryableConflict(str(error)) from error
+                raise
+            try:
+                cursor.execute("COMMIT")
+            except (errors.SerializationFailure, errors.DeadlockDetected) as error:
+                raise RetryableConflict(str(error)) from error
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+class SqliteDatabase(Database):
+    """SQLite in WAL mode, one connection per thread (sqlite3 connections are not shared)."""
+
+    dialect: Dialect = "sqlite"
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.path = sqlite_path(url)
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+
+    def _connection(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, isolation_level=None, timeout=60.0, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute("PRAGMA busy_timeout=60000")
+            self._local.conn = conn
+            with self._lock:
+                self._all.append(conn)
+        return conn
+
+    @contextmanager
+    def transaction(self, *, write: bool = True, repeatable_read: bool = False) -> Iterator[Tx]:
+        conn = self._connection()
+        cursor = conn.cursor()
+        # A reader in WAL mode sees one snapshot for the whole transaction; a writer takes the lock first.
+        cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        try:
+            yield Tx("sqlite", cursor)
+        except BaseException:
+            if conn.in_transaction:
+                cursor.execute("ROLLBACK")
+            cursor.close()
+            raise
+        cursor.execute("COMMIT")
+        cursor.close()
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._all:
+                conn.close()
+            self._all.clear()
+        self._local = threading.local()
+
+
+def sqlite_path(url: str) -> str:
+    parsed = urlparse(url)
+    if parsed.scheme != "sqlite":
+        raise ValueError(f"not a sqlite URL: {url}")
+    # sqlite:///relative/path and sqlite:////absolute/path, as SQLAlchemy spells them.
+    path = unquote(url[len("sqlite:///") :])
+    if not path:
+        raise ValueError("sqlite URL names no file: use sqlite:///path/to/file.db")
+    return path
+
+
+def connect(url: str, *, max_connections: int = 20) -> Database:
+    scheme = urlparse(url).scheme
+    if scheme in ("postgresql", "postgres"):
+        return PostgresDatabase(url, max_connections=max_connections)
+    if scheme == "sqlite":
+        Path(sqlite_path(url)).parent.mkdir(parents=True, exist_ok=True)
+        return SqliteDatabase(url)
+    raise ValueError(f"unsupported database URL {url!r}: use postgresql://… or sqlite:///path")

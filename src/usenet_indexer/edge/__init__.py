@@ -1,0 +1,1 @@
+"""Edge workers: lease ranges, stream chunks, index, post batches."""

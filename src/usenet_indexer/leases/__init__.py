@@ -1,0 +1,1 @@
+"""Leases: range leases (workers), group leases (lanes) and ownership leases (coordinator loops)."""

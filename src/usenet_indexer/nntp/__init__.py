@@ -1,0 +1,1 @@
+"""NNTP: a sans-I/O protocol core and an asyncio transport."""

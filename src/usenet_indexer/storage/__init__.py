@@ -1,0 +1,1 @@
+"""Storage: the spool, the corpus and snapshots, as files written atomically."""
