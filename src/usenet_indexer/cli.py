@@ -1,11 +1,230 @@
-"""The ``usenet-indexer`` command."""
+"""The ``usenet-indexer`` command: one entry point, a sub-command per role."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
+from usenet_indexer.coordinator.services import Services, open_services
+from usenet_indexer.logs import configure_logging
+from usenet_indexer.settings import Settings, load_settings
+
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="A distributed Usenet binary indexer.")
+db_app = typer.Typer(no_args_is_help=True, help="The store: schema migrations.")
+nodes_app = typer.Typer(no_args_is_help=True, help="Edge nodes and their tokens.")
+groups_app = typer.Typer(no_args_is_help=True, help="Newsgroups to index and their ranges.")
+app.add_typer(db_app, name="db")
+app.add_typer(nodes_app, name="nodes")
+app.add_typer(groups_app, name="groups")
+
+
+@app.callback()
+def main_options(
+    ctx: typer.Context,
+    database_url: Annotated[
+        str | None,
+        typer.Option(
+            envvar="USENET_INDEXER_DATABASE_URL",
+            help="postgresql://… or sqlite:///path (default: a SQLite file in the data directory)",
+        ),
+    ] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option(envvar="USENET_INDEXER_DATA_DIR", help="Data directory (default ./data)")
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option(envvar="USENET_INDEXER_CONFIG", help="A TOML settings file")
+    ] = None,
+    log_format: Annotated[str | None, typer.Option(help="auto, console or json")] = None,
+    log_level: Annotated[str | None, typer.Option(help="DEBUG, INFO, WARNING, …")] = None,
+) -> None:
+    settings = load_settings(
+        config, database_url=database_url, data_dir=data_dir, log_format=log_format, log_level=log_level
+    )
+    configure_logging(settings.log_level, settings.log_format)
+    ctx.obj = settings
+
+
+def settings_of(ctx: typer.Context) -> Settings:
+    settings = ctx.find_root().obj
+    assert isinstance(settings, Settings)
+    return settings
+
+
+def services_of(ctx: typer.Context) -> Services:
+    services = open_services(settings_of(ctx))
+    ctx.call_on_close(services.close)
+    return services
+
+
+def fail(message: str) -> None:
+    typer.secho(message, err=True, fg=typer.colors.RED)
+    raise typer.Exit(1)
+
+
+# -- db ---------------------------------------------------------------------------------------------
+
+
+@db_app.command("upgrade")
+def db_upgrade(ctx: typer.Context) -> None:
+    """Apply every migration not yet applied."""
+    from usenet_indexer.db.migrate import current, upgrade
+
+    settings = settings_of(ctx)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    upgrade(settings.database_url, verbose=True)
+    typer.echo(f"database at revision {current(settings.database_url)}")
+
+
+# -- nodes ------------------------------------------------------------------------------------------
+
+
+@nodes_app.command("add")
+def nodes_add(ctx: typer.Context, name: str) -> None:
+    """Register a node and print its token (shown once: only a hash is kept)."""
+    from usenet_indexer.coordinator.nodes import NodeError
+
+    try:
+        _, token = services_of(ctx).nodes.add(name)
+    except NodeError as error:
+        fail(str(error))
+    typer.echo(token)
+    typer.echo(f"node {name} added; give it this token as NODE_TOKEN (it is not shown again)", err=True)
+
+
+@nodes_app.command("list")
+def nodes_list(ctx: typer.Context) -> None:
+    """Nodes, with when each was last seen."""
+    nodes = services_of(ctx).nodes.all()
+    if not nodes:
+        typer.echo("no nodes: add one with `usenet-indexer nodes add NAME`")
+    for node in nodes:
+        seen = "never" if node.last_seen_at is None else f"{ago(node.now - node.last_seen_at)} ago"
+        state = "enabled" if node.enabled else "disabled"
+        typer.echo(f"{node.name}\t{state}\tlast seen {seen}\t{node.leased} ranges leased")
+
+
+@nodes_app.command("disable")
+def nodes_disable(ctx: typer.Context, name: str) -> None:
+    """Refuse the node's token from now on."""
+    _set_node(ctx, name, False)
+
+
+@nodes_app.command("enable")
+def nodes_enable(ctx: typer.Context, name: str) -> None:
+    """Accept the node's token again."""
+    _set_node(ctx, name, True)
+
+
+def _set_node(ctx: typer.Context, name: str, enabled: bool) -> None:
+    from usenet_indexer.coordinator.nodes import NodeError
+
+    try:
+        services_of(ctx).nodes.set_enabled(name, enabled)
+    except NodeError as error:
+        fail(str(error))
+    typer.echo(f"node {name} {'enabled' if enabled else 'disabled'}")
+
+
+# -- groups -----------------------------------------------------------------------------------------
+
+
+@groups_app.command("add")
+def groups_add(
+    ctx: typer.Context,
+    name: str,
+    backfill_articles: Annotated[
+        int | None, typer.Option(help="Index only the newest N articles of history (default: all)")
+    ] = None,
+    capture: Annotated[bool, typer.Option(help="Keep the group's overview in the corpus")] = False,
+) -> None:
+    """Add a newsgroup to index."""
+    from usenet_indexer.coordinator.groups import GroupError
+
+    try:
+        services_of(ctx).groups.add(name, backfill_articles=backfill_articles, capture=capture)
+    except GroupError as error:
+        fail(str(error))
+    typer.echo(f"group {name} added")
+
+
+@groups_app.command("list")
+def groups_list(ctx: typer.Context) -> None:
+    """Groups, with their ranges counted by status."""
+    groups = services_of(ctx).groups.summaries()
+    if not groups:
+        typer.echo("no groups: add one with `usenet-indexer groups add NAME`")
+    for g in groups:
+        water = "not read yet" if g.high_water is None else f"articles {g.low_water}–{g.high_water}"
+        counts = ", ".join(f"{n} {status}" for status, n in sorted(g.ranges.items())) or "no ranges"
+        flags = "" if g.enabled else " (disabled)"
+        typer.echo(f"{g.name}{flags}\t{water}\t{counts}" + (f"\terror: {g.error}" if g.error else ""))
+
+
+@groups_app.command("plan")
+def groups_plan(
+    ctx: typer.Context,
+    name: str,
+    low: Annotated[int, typer.Option(help="The group's low watermark")],
+    high: Annotated[int, typer.Option(help="The group's high watermark")],
+) -> None:
+    """Plan ranges from watermarks given by hand (the planner loop reads them from the news server)."""
+    from usenet_indexer.coordinator.groups import GroupError
+
+    try:
+        planned = services_of(ctx).groups.plan(name, low, high)
+    except (GroupError, ValueError) as error:
+        fail(str(error))
+    tail = sum(1 for r in planned if r.priority < 0)
+    typer.echo(f"{name}: planned {len(planned)} ranges ({tail} tail, {len(planned) - tail} history)")
+
+
+@groups_app.command("disable")
+def groups_disable(ctx: typer.Context, name: str) -> None:
+    """Stop leasing the group's ranges."""
+    services_of(ctx).groups.set_enabled(name, False)
+    typer.echo(f"group {name} disabled")
+
+
+@groups_app.command("enable")
+def groups_enable(ctx: typer.Context, name: str) -> None:
+    """Lease the group's ranges again."""
+    services_of(ctx).groups.set_enabled(name, True)
+    typer.echo(f"group {name} enabled")
+
+
+# -- serve ------------------------------------------------------------------------------------------
+
+
+@app.command()
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str | None, typer.Option(help="Address to listen on (default 127.0.0.1)")] = None,
+    port: Annotated[int | None, typer.Option(help="Port to listen on (default 8710; 0 picks a free one)")] = None,
+) -> None:
+    """Run the coordinator: its HTTP API and its background loops."""
+    from usenet_indexer.coordinator.server import run_server
+
+    settings = settings_of(ctx)
+    if host is not None:
+        settings.host = host
+    if port is not None:
+        settings.port = port
+    run_server(services_of(ctx))
+
+
+def ago(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f} {unit}"
+    return f"{seconds:.0f} s"
 
 
 def main() -> None:
     app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from importlib import resources
 
 from alembic import command
@@ -23,7 +24,9 @@ def alembic_config(url: str) -> Config:
     return config
 
 
-def upgrade(url: str, revision: str = "head") -> None:
+def upgrade(url: str, revision: str = "head", *, verbose: bool = False) -> None:
+    # Alembic narrates every step at INFO; commands that upgrade on their way in keep quiet about it.
+    logging.getLogger("alembic").setLevel(logging.INFO if verbose else logging.WARNING)
     command.upgrade(alembic_config(url), revision)
 
 

@@ -15,6 +15,13 @@ from typing import Literal
 
 Dialect = Literal["postgresql", "sqlite"]
 
+# The database's clock in Unix seconds: every ``*_at`` column is one of these (see migration 0001).
+# ``{now}`` in a query stands for it; PostgreSQL's is the transaction's start, SQLite's the statement's.
+NOW: dict[str, str] = {
+    "postgresql": "EXTRACT(EPOCH FROM now())::float8",
+    "sqlite": "((julianday('now') - 2440587.5) * 86400.0)",
+}
+
 _BLOCK = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
 # ``:name`` but not the ``::type`` cast and not inside ``'...'`` literals (we never put colons there).
 _PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
@@ -46,7 +53,7 @@ def _read(folder: str) -> dict[str, str]:
 
 @cache
 def queries(dialect: Dialect) -> dict[str, str]:
-    merged = {**_read("common"), **_read(dialect)}
+    merged = {name: sql.replace("{now}", NOW[dialect]) for name, sql in {**_read("common"), **_read(dialect)}.items()}
     if dialect == "postgresql":
         return {name: _PARAM.sub(r"%(\1)s", sql.replace("%", "%%")) for name, sql in merged.items()}
     return merged

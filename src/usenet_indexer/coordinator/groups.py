@@ -1,0 +1,119 @@
+"""Newsgroups to index, and the ranges planned for them."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from usenet_indexer.coordinator.planning import PlanCursor, PlannedRange, PlanSizes, plan_ranges
+from usenet_indexer.db import Database, Row
+
+# RFC 3977 wildmat-free group names: letters, digits and + - _ . (a name also becomes a path later).
+GROUP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9+_\-]*(\.[A-Za-z0-9+_\-]+)*$")
+
+
+class GroupError(ValueError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSummary:
+    id: int
+    name: str
+    enabled: bool
+    capture: bool
+    backfill_articles: int | None
+    low_water: int | None
+    high_water: int | None
+    error: str | None
+    ranges: dict[str, int] = field(default_factory=dict)
+    articles: dict[str, int] = field(default_factory=dict)
+
+
+def check_group_name(name: str) -> str:
+    if len(name) > 200 or not GROUP_NAME.match(name):
+        raise GroupError(f"not a newsgroup name: {name!r} (letters, digits, + - _ and dots)")
+    return name
+
+
+class Groups:
+    def __init__(self, db: Database, sizes: PlanSizes) -> None:
+        self.db = db
+        self.sizes = sizes
+
+    def add(self, name: str, *, backfill_articles: int | None = None, capture: bool = False) -> int:
+        check_group_name(name)
+        if backfill_articles is not None and backfill_articles < 0:
+            raise GroupError(f"--backfill-articles is a count of articles >= 0, not {backfill_articles}")
+        with self.db.transaction() as tx:
+            if tx.one("group_by_name", {"name": name}) is not None:
+                raise GroupError(f"group {name} is already added")
+            row = tx.one(
+                "group_insert", {"name": name, "backfill_articles": backfill_articles, "capture": capture}
+            )
+            assert row is not None
+            return int(row["id"])
+
+    def get(self, name: str) -> Row:
+        with self.db.transaction(write=False) as tx:
+            row = tx.one("group_by_name", {"name": name})
+        if row is None:
+            raise GroupError(f"no group {name}: add it with `usenet-indexer groups add {name}`")
+        return row
+
+    def set_enabled(self, name: str, enabled: bool) -> None:
+        with self.db.transaction() as tx:
+            if tx.one("group_set_enabled", {"name": name, "enabled": enabled}) is None:
+                raise GroupError(f"no group {name}")
+
+    def summaries(self) -> list[GroupSummary]:
+        with self.db.transaction(write=False) as tx:
+            groups = tx.run("groups_all")
+            counts = tx.run("group_range_counts")
+        by_group: dict[int, tuple[dict[str, int], dict[str, int]]] = {}
+        for row in counts:
+            ranges, articles = by_group.setdefault(int(row["group_id"]), ({}, {}))
+            ranges[row["status"]] = int(row["n"])
+            articles[row["status"]] = int(row["articles"])
+        out = []
+        for g in groups:
+            ranges, articles = by_group.get(int(g["id"]), ({}, {}))
+            out.append(
+                GroupSummary(
+                    id=int(g["id"]),
+                    name=g["name"],
+                    enabled=bool(g["enabled"]),
+                    capture=bool(g["capture"]),
+                    backfill_articles=g["backfill_articles"],
+                    low_water=g["low_water"],
+                    high_water=g["high_water"],
+                    error=g["error"],
+                    ranges=ranges,
+                    articles=articles,
+                )
+            )
+        return out
+
+    def plan(self, name: str, low: int, high: int) -> list[PlannedRange]:
+        """Record the group's watermarks and plan the ranges they call for (the planning primitive)."""
+        with self.db.transaction() as tx:
+            group = tx.one("group_by_name", {"name": name})
+            if group is None:
+                raise GroupError(f"no group {name}: add it with `usenet-indexer groups add {name}`")
+            tx.run("group_for_update", {"group_id": group["id"]})
+            cursor = PlanCursor(group["tail_next"], group["history_low"])
+            planned, after = plan_ranges(cursor, low, high, group["backfill_articles"], self.sizes)
+            tx.executemany(
+                "range_insert",
+                [
+                    {"group_id": group["id"], "start": r.start, "end": r.end, "priority": r.priority,
+                     "capture": bool(group["capture"])}
+                    for r in planned
+                ],
+            )
+            tx.run(
+                "group_set_plan",
+                {"group_id": group["id"], "low": low, "high": high, "tail_next": after.tail_next,
+                 "history_low": after.history_low},
+            )
+        return planned

@@ -1,0 +1,99 @@
+"""Planning ranges from a group's watermarks. Pure: the caller reads watermarks and stores the ranges.
+
+- **Tail** ranges (priority ``TAIL_PRIORITY``, leased before any history) follow the high watermark as it
+  grows; a stretch shorter than ``tail_min_articles`` waits for more, so a busy group is not cut into
+  thousands of slivers.
+- **History** ranges go down from where the tail began to the backfill target, one priority per era of
+  ``era_articles`` article numbers, the oldest era first (seed 000: "by priority (oldest era first)").
+- Range bounds are aligned to multiples of ``range_articles``, so planning is the same whenever it runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+TAIL_PRIORITY = -10
+STORED_PRIORITY = -5  # ranges re-indexed from the corpus: ahead of history, behind the tail
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedRange:
+    start: int
+    end: int
+    priority: int
+
+
+@dataclass(frozen=True, slots=True)
+class PlanCursor:
+    """Where planning stands: the next article for the tail, the lowest article planned for history."""
+
+    tail_next: int | None = None
+    history_low: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PlanSizes:
+    range_articles: int
+    era_articles: int
+    tail_min_articles: int
+
+    def __post_init__(self) -> None:
+        if min(self.range_articles, self.era_articles, self.tail_min_articles) < 1:
+            raise ValueError(f"plan sizes must be positive: {self}")
+
+
+def history_priority(start: int, sizes: PlanSizes) -> int:
+    return start // sizes.era_articles
+
+
+def aligned(first: int, last: int, size: int) -> list[tuple[int, int]]:
+    """``[first, last]`` cut at multiples of ``size``, in ascending order."""
+    spans: list[tuple[int, int]] = []
+    start = first
+    while start <= last:
+        end = min(last, (start // size + 1) * size - 1)
+        spans.append((start, end))
+        start = end + 1
+    return spans
+
+
+def backfill_target(low: int, high: int, backfill_articles: int | None) -> int:
+    """The lowest article history goes down to: all of the group, or the newest N articles."""
+    if backfill_articles is None:
+        return low
+    return max(low, high - backfill_articles + 1)
+
+
+def plan_ranges(
+    cursor: PlanCursor,
+    low: int,
+    high: int,
+    backfill_articles: int | None,
+    sizes: PlanSizes,
+) -> tuple[list[PlannedRange], PlanCursor]:
+    """New ranges for watermarks ``low``–``high`` and the cursor after them.
+
+    A group seen for the first time gets history ranges over what it holds (down to the backfill
+    target) and a tail cursor past its high watermark; later calls add the tail as the group grows and
+    more history when the backfill target moves down. An empty group (high < low) plans nothing yet.
+    """
+    if low < 0 or high < 0:
+        raise ValueError(f"watermarks are article numbers >= 0, not {low}–{high}")
+    planned: list[PlannedRange] = []
+    tail_next, history_low = cursor.tail_next, cursor.history_low
+    if tail_next is None:
+        tail_next = max(low, high + 1)
+        history_low = tail_next
+    assert history_low is not None
+
+    if high >= tail_next and high - tail_next + 1 >= sizes.tail_min_articles:
+        for start, end in aligned(tail_next, high, sizes.range_articles):
+            planned.append(PlannedRange(start, end, TAIL_PRIORITY))
+        tail_next = high + 1
+
+    target = backfill_target(low, min(high, tail_next - 1), backfill_articles)
+    if high >= low and target < history_low:
+        for start, end in reversed(aligned(target, history_low - 1, sizes.range_articles)):
+            planned.append(PlannedRange(start, end, history_priority(start, sizes)))
+        history_low = target
+    return planned, PlanCursor(tail_next, history_low)

@@ -1,0 +1,94 @@
+"""The coordinator's HTTP server (uvicorn) and the background loops that run beside it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+import uvicorn
+from fastapi import FastAPI
+
+from usenet_indexer.coordinator.loops import LoopRunner, holder_name
+from usenet_indexer.coordinator.services import Services
+from usenet_indexer.leases.ownership import OwnershipLeases
+from usenet_indexer.logs import get_logger
+
+log = get_logger(__name__)
+
+
+def create_app(services: Services) -> FastAPI:
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+
+    app = FastAPI(title="usenet-indexer coordinator", version="1", lifespan=lifespan)
+    app.state.services = services
+
+    @app.get("/healthz")
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/api/v1/status")
+    def status() -> dict[str, object]:
+        """Groups with their ranges by status (what `groups list` prints)."""
+        return {
+            "groups": [
+                {
+                    "name": g.name,
+                    "enabled": g.enabled,
+                    "low": g.low_water,
+                    "high": g.high_water,
+                    "ranges": g.ranges,
+                    "articles": g.articles,
+                    "error": g.error,
+                }
+                for g in services.groups.summaries()
+            ]
+        }
+
+    return app
+
+
+def background_loops(services: Services) -> LoopRunner:
+    ttl = services.settings.lease_ttl_seconds
+    ownership = OwnershipLeases(services.db, holder_name(), ttl_seconds=30.0, renew_seconds=10.0)
+    runner = LoopRunner(ownership)
+    runner.add("finish-abandoned", min(30.0, ttl / 2), services.ranges.finish_abandoned)
+    return runner
+
+
+def run_server(services: Services) -> None:
+    settings = services.settings
+    config = uvicorn.Config(
+        create_app(services), host=settings.host, port=settings.port, log_config=None, access_log=False
+    )
+    server = uvicorn.Server(config)
+    loops = background_loops(services)
+
+    async def serve() -> None:
+        task = asyncio.create_task(server.serve())
+        while not server.started and not task.done():
+            await asyncio.sleep(0.05)
+        if server.started:
+            host, port = server.servers[0].sockets[0].getsockname()[:2]
+            print(f"coordinator listening on http://{host}:{port}/ (database {redacted(settings.database_url)})",
+                  flush=True)
+            loops.start()
+        await task
+
+    try:
+        asyncio.run(serve())
+    finally:
+        loops.stop()
+
+
+def redacted(url: str) -> str:
+    """A database URL fit for a log line: the password replaced."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+        return urlunsplit(parts._replace(netloc=netloc))
+    return url

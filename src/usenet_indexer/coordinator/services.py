@@ -1,0 +1,53 @@
+"""The coordinator's parts, built once from settings and shared by the CLI, the HTTP app and loops."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from usenet_indexer.catalog.space import CatalogSpace
+from usenet_indexer.coordinator.groups import Groups
+from usenet_indexer.coordinator.nodes import Nodes
+from usenet_indexer.coordinator.planning import PlanSizes
+from usenet_indexer.db import Database, connect, upgrade
+from usenet_indexer.leases.groups import GroupLeases
+from usenet_indexer.leases.ranges import RangeLeases
+from usenet_indexer.settings import Settings
+
+
+@dataclass
+class Services:
+    settings: Settings
+    db: Database
+    space: CatalogSpace
+    ranges: RangeLeases
+    lanes: GroupLeases
+    nodes: Nodes
+    groups: Groups
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def open_services(settings: Settings, *, migrate: bool = True, max_connections: int = 20) -> Services:
+    """Connect to the store (applying migrations first: every command that needs the store does)."""
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    if migrate:
+        upgrade(settings.database_url)
+    db = connect(settings.database_url, max_connections=max_connections)
+    space = CatalogSpace(db, settings.catalog_cap_bytes)
+    ranges = RangeLeases(
+        db,
+        ttl_seconds=settings.lease_ttl_seconds,
+        max_per_group=settings.max_leases_per_group,
+        history_allowed=space.history_allowed,
+    )
+    sizes = PlanSizes(settings.range_articles, settings.era_articles, settings.tail_min_articles)
+    return Services(
+        settings=settings,
+        db=db,
+        space=space,
+        ranges=ranges,
+        lanes=GroupLeases(db, ranges),
+        nodes=Nodes(db),
+        groups=Groups(db, sizes),
+    )

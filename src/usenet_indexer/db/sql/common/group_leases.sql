@@ -1,0 +1,73 @@
+-- Group leases (lanes): a worker holds one group's history or tail lane and takes its ranges in order.
+
+-- name: group_lane_candidates
+-- Groups with ranges left in the lane and no live holder of it, best first (the lane's best priority).
+SELECT g.id AS group_id, g.name,
+       (SELECT MIN(r.priority) FROM ranges r
+        WHERE r.group_id = g.id AND (r.priority >= 0) = :history
+          AND r.status IN ('planned', 'leased') AND r.next_id <= r.end_id) AS best
+FROM groups g
+WHERE g.enabled
+  AND EXISTS (SELECT 1 FROM ranges r
+              WHERE r.group_id = g.id AND (r.priority >= 0) = :history
+                AND r.status IN ('planned', 'leased') AND r.next_id <= r.end_id
+                AND (r.status = 'planned' OR r.heartbeat_at < {now} - :ttl))
+  AND NOT EXISTS (SELECT 1 FROM group_leases h
+                  WHERE h.group_id = g.id AND h.lane = :lane AND h.node_id IS NOT NULL
+                    AND h.heartbeat_at >= {now} - :ttl)
+ORDER BY best, g.id
+LIMIT 8
+
+-- name: group_lane_ensure
+INSERT INTO group_leases (group_id, lane) VALUES (:group_id, :lane) ON CONFLICT (group_id, lane) DO NOTHING
+
+-- name: group_lane_claim
+-- Compare-and-set: success is judged by the row coming back, never by a read before the write.
+UPDATE group_leases
+SET node_id = :node_id, epoch = epoch + 1, leased_at = {now}, heartbeat_at = {now}, range_id = NULL
+WHERE group_id = :group_id AND lane = :lane
+  AND (node_id IS NULL OR heartbeat_at < {now} - :ttl)
+RETURNING epoch, snapshot_next, snapshot_size
+
+-- name: group_lane_get
+SELECT gl.*, g.name, {now} AS now FROM group_leases gl JOIN groups g ON g.id = gl.group_id
+WHERE gl.group_id = :group_id AND gl.lane = :lane
+
+-- name: group_lane_heartbeat
+UPDATE group_leases SET heartbeat_at = {now}
+WHERE group_id = :group_id AND lane = :lane AND node_id = :node_id AND epoch = :epoch
+  AND heartbeat_at >= {now} - :ttl
+RETURNING heartbeat_at
+
+-- name: group_lane_release
+UPDATE group_leases SET node_id = NULL, range_id = NULL
+WHERE group_id = :group_id AND lane = :lane AND node_id = :node_id AND epoch = :epoch
+RETURNING group_id
+
+-- name: group_lane_next_range
+-- The lane's next range in article order that nobody else holds live.
+SELECT r.id AS range_id, r.epoch AS prev_epoch, r.status AS prev_status, r.heartbeat_at AS prev_heartbeat
+FROM ranges r
+WHERE r.group_id = :group_id AND (r.priority >= 0) = :history
+  AND r.status IN ('planned', 'leased') AND r.next_id <= r.end_id
+  AND (r.status = 'planned' OR r.heartbeat_at < {now} - :ttl)
+ORDER BY r.start_id
+LIMIT 1
+
+-- name: group_live_leases
+SELECT count(*) AS n FROM ranges
+WHERE group_id = :group_id AND status = 'leased' AND heartbeat_at >= {now} - :ttl AND id <> :except_range
+
+-- name: group_lane_current
+UPDATE group_leases SET range_id = :range_id, heartbeat_at = {now}
+WHERE group_id = :group_id AND lane = :lane
+
+-- name: group_lane_snapshot
+UPDATE group_leases
+SET snapshot_next = :next, snapshot_size = :size, snapshot_location = :location, snapshot_at = {now},
+    heartbeat_at = {now}
+WHERE group_id = :group_id AND lane = :lane AND node_id = :node_id AND epoch = :epoch
+RETURNING snapshot_at
+
+-- name: group_lane_count_headers
+UPDATE group_leases SET headers = headers + :headers WHERE group_id = :group_id AND lane = :lane

@@ -1,0 +1,19 @@
+"""What a lease holder is told when it no longer holds what it thinks it holds."""
+
+from __future__ import annotations
+
+
+class LeaseLost(Exception):
+    """The caller no longer holds the lease it named (HTTP 409). The reason says why; stop at once."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class StaleBatch(LeaseLost):
+    """A batch that does not fit the range's resume point or its lease: nothing of it was stored."""
+
+
+class RangeError(ValueError):
+    """A request that names impossible numbers (a batch past the range's end, to < from): HTTP 400."""

@@ -1,0 +1,160 @@
+"""Group leases (seed 002, "window indexing"): a worker holds one group's lane and takes its ranges in
+article order, carrying a window of releases still open across range boundaries.
+
+A lane is ``history`` (priority >= 0) or ``tail`` (priority < 0); each has its own holder, window and
+snapshot. Ranges in a held lane are not handed to plain range leases. The window's snapshot is recorded
+here (article N, size, where it lies) under the group lease's epoch; writing the bytes is storage's job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from usenet_indexer.db import Database, Row, Tx
+from usenet_indexer.leases.errors import LeaseLost
+from usenet_indexer.leases.ranges import LANES, Lane, RangeLease, RangeLeases, grant
+
+
+class BadLane(ValueError):
+    def __init__(self, lane: str) -> None:
+        super().__init__(f"lane: {' or '.join(LANES)}, not {lane!r}")
+
+
+def check_lane(lane: str) -> Lane:
+    if lane == "history":
+        return "history"
+    if lane == "tail":
+        return "tail"
+    raise BadLane(lane)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupLease:
+    group_id: int
+    group: str
+    lane: Lane
+    epoch: int
+    snapshot_next: int | None
+    snapshot_size: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    next: int
+    size: int
+    location: str
+
+
+class GroupLeases:
+    def __init__(self, db: Database, ranges: RangeLeases) -> None:
+        self.db = db
+        self.ranges = ranges
+        self.ttl = ranges.ttl
+
+    def lease(self, node_id: int, lane: str) -> GroupLease | None:
+        """A group with ranges left in ``lane`` and no live holder of it, claimed by compare-and-set."""
+        lane = check_lane(lane)
+        params = {"lane": lane, "history": lane == "history", "ttl": self.ttl, "node_id": node_id}
+
+        def claim(tx: Tx) -> GroupLease | None:
+            for candidate in tx.run("group_lane_candidates", params):
+                key = {**params, "group_id": candidate["group_id"]}
+                # The group row serializes lane claims with range grants (see lease_take): a range
+                # grant that did not see this claim fails on the bumped row and looks again.
+                tx.run("group_for_update", key)
+                tx.run("group_lane_ensure", key)
+                claimed = tx.one("group_lane_claim", key)
+                if claimed is not None:
+                    tx.run("group_bump", key)
+                    tx.run("node_seen", key)
+                    return GroupLease(
+                        group_id=int(candidate["group_id"]),
+                        group=str(candidate["name"]),
+                        lane=lane,
+                        epoch=int(claimed["epoch"]),
+                        snapshot_next=_int(claimed["snapshot_next"]),
+                        snapshot_size=_int(claimed["snapshot_size"]),
+                    )
+            return None
+
+        return self.db.retrying(claim, repeatable_read=True)
+
+    def held(self, tx: Tx, group_id: int, node_id: int, lane: Lane, epoch: int) -> Row:
+        row = tx.one("group_lane_get", {"group_id": group_id, "lane": lane})
+        if row is None:
+            raise LeaseLost(f"group {group_id} has no {lane} lane lease")
+        if int(row["epoch"]) != epoch or row["node_id"] is None or int(row["node_id"]) != node_id:
+            if row["node_id"] is None and int(row["epoch"]) == epoch:
+                raise LeaseLost(f"group {row['name']}'s {lane} lane was released")
+            raise LeaseLost(f"group {row['name']}'s {lane} lane was taken over (epoch {row['epoch']}; yours was {epoch})")
+        silent = float(row["now"]) - float(row["heartbeat_at"])
+        if silent > self.ttl:
+            raise LeaseLost(
+                f"group {row['name']}'s {lane} lane lease expired: silent for {silent:.0f} s, "
+                f"longer than the {self.ttl:.0f} s TTL"
+            )
+        return row
+
+    def next(self, group_id: int, node_id: int, lane: str, epoch: int) -> RangeLease | None:
+        """The lane's next range in article order, leased to the lane's holder (None: nothing left now)."""
+        lane = check_lane(lane)
+        key = {"group_id": group_id, "lane": lane, "history": lane == "history", "node_id": node_id,
+               "ttl": self.ttl}
+
+        def take(tx: Tx) -> RangeLease | None:
+            tx.run("group_for_update", key)
+            self.held(tx, group_id, node_id, lane, epoch)
+            tx.run("group_lane_heartbeat", {**key, "epoch": epoch})
+            pick = tx.one("group_lane_next_range", key)
+            if pick is None:
+                return None
+            live = tx.one("group_live_leases", {**key, "except_range": pick["range_id"]})
+            assert live is not None
+            if int(live["n"]) >= self.ranges.max_per_group:
+                return None
+            lease = grant(tx, pick, node_id, self.ttl)
+            tx.run("group_lane_current", {**key, "range_id": lease.range_id})
+            return lease
+
+        return self.db.retrying(take, repeatable_read=True)
+
+    def heartbeat(self, group_id: int, node_id: int, lane: str, epoch: int) -> None:
+        lane = check_lane(lane)
+        with self.db.transaction() as tx:
+            self.held(tx, group_id, node_id, lane, epoch)
+            tx.run("group_lane_heartbeat", {"group_id": group_id, "lane": lane, "node_id": node_id,
+                                            "epoch": epoch, "ttl": self.ttl})
+
+    def release(self, group_id: int, node_id: int, lane: str, epoch: int) -> None:
+        lane = check_lane(lane)
+        with self.db.transaction() as tx:
+            self.held(tx, group_id, node_id, lane, epoch)
+            tx.run("group_lane_release", {"group_id": group_id, "lane": lane, "node_id": node_id, "epoch": epoch})
+
+    def record_snapshot(
+        self, group_id: int, node_id: int, lane: str, epoch: int, *, next: int, size: int, location: str
+    ) -> None:
+        """The window's state standing at article ``next``, written by the holder at ``epoch``."""
+        lane = check_lane(lane)
+        if next <= 0 or size < 0:
+            raise ValueError(f"a snapshot stands at an article > 0 with a size >= 0, not {next} and {size}")
+        with self.db.transaction() as tx:
+            self.held(tx, group_id, node_id, lane, epoch)
+            tx.run(
+                "group_lane_snapshot",
+                {"group_id": group_id, "lane": lane, "node_id": node_id, "epoch": epoch,
+                 "next": next, "size": size, "location": location},
+            )
+
+    def snapshot(self, group_id: int, node_id: int, lane: str, epoch: int) -> Snapshot | None:
+        """The lane's last snapshot, for its current holder (a new holder resumes from it)."""
+        lane = check_lane(lane)
+        with self.db.transaction(write=False) as tx:
+            row = self.held(tx, group_id, node_id, lane, epoch)
+        if row["snapshot_next"] is None:
+            return None
+        return Snapshot(int(row["snapshot_next"]), int(row["snapshot_size"]), str(row["snapshot_location"]))
+
+
+def _int(value: object) -> int | None:
+    return None if value is None else int(value)  # type: ignore[call-overload]

@@ -1,0 +1,173 @@
+"""Ownership leases (seed 004): one holder per name, for the coordinator's background loops.
+
+Several coordinators may run behind one load balancer; each loop (planner, prefetcher, …) runs only on
+the holder of its lease. The invariants, none of which may be dropped:
+
+1. **Single writer**: a claim is one compare-and-set (``UPDATE … WHERE free OR expired``), judged by
+   whether a row came back, never by reading first and writing after.
+2. **TTL at least 3 × the renew interval**, checked at construction: with less, one slow renewal (a
+   network hiccup, a GC pause) makes the holder lose its own lease, or another think it dead.
+3. **Fencing**: every operation names the epoch it was granted; a mismatch means someone else took
+   over, and the caller must stop its loop (self-fencing) instead of writing on.
+
+Listing expired leases is for inspection only: taking over happens through ``acquire`` alone.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from usenet_indexer.db import Database, Row, Tx
+
+DEFAULT_TTL_SECONDS = 30.0
+DEFAULT_RENEW_SECONDS = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    ok: bool
+    name: str
+    epoch: int | None
+    holder: str | None
+    expires_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Ownership:
+    name: str
+    holder: str | None
+    epoch: int
+    expires_at: float | None
+    renewed_at: float | None
+    meta: dict[str, Any]
+
+
+class OwnershipLeases:
+    """The leases one process (``holder``) claims; ``clock`` (Unix seconds) replaces the database's
+    clock in tests, so expiry is shown without sleeping the TTL out."""
+
+    def __init__(
+        self,
+        db: Database,
+        holder: str,
+        *,
+        ttl_seconds: float = DEFAULT_TTL_SECONDS,
+        renew_seconds: float = DEFAULT_RENEW_SECONDS,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        if renew_seconds <= 0:
+            raise ValueError(f"ownership lease renew interval must be positive, not {renew_seconds}")
+        if ttl_seconds < 3 * renew_seconds:
+            raise ValueError(
+                f"ownership lease TTL ({ttl_seconds} s) must be at least 3 × the renew interval "
+                f"({renew_seconds} s): with less, one slow renewal loses the lease or lets a live holder "
+                "look dead"
+            )
+        if not holder:
+            raise ValueError("an ownership lease needs a holder name")
+        self.db = db
+        self.holder = holder
+        self.ttl = float(ttl_seconds)
+        self.renew_interval = float(renew_seconds)
+        self.clock = clock
+        self._held: dict[str, int] = {}
+
+    def _now(self) -> float | None:
+        return None if self.clock is None else float(self.clock())
+
+    def holdings(self) -> Mapping[str, int]:
+        """Names this process holds, with their epochs."""
+        return dict(self._held)
+
+    def epoch(self, name: str) -> int | None:
+        return self._held.get(name)
+
+    def acquire(self, name: str, meta: Mapping[str, Any] | None = None) -> Claim:
+        """Claim ``name`` if it is free or expired; ``ok=False`` means someone holds it: back off."""
+        params = {
+            "name": name,
+            "holder": self.holder,
+            "ttl": self.ttl,
+            "now": self._now(),
+            "meta": json.dumps(dict(meta or {}), sort_keys=True),
+        }
+
+        def claim(tx: Tx) -> Claim:
+            tx.run("ownership_ensure", params)
+            row = tx.one("ownership_claim", params)
+            if row is not None:
+                self._held[name] = int(row["epoch"])
+                return Claim(True, name, int(row["epoch"]), self.holder, float(row["expires_at"]))
+            current = tx.one("ownership_get", params)
+            assert current is not None
+            return Claim(False, name, int(current["epoch"]), current["holder"], _float(current["expires_at"]))
+
+        return self.db.retrying(claim)
+
+    def renew(self, name: str) -> bool:
+        """Extend the lease; False means it is lost (taken over, released, expired): self-fence."""
+        epoch = self._held.get(name)
+        if epoch is None:
+            return False
+        params = {"name": name, "holder": self.holder, "epoch": epoch, "ttl": self.ttl, "now": self._now()}
+        with self.db.transaction() as tx:
+            ok = tx.one("ownership_renew", params) is not None
+        if not ok:
+            self._held.pop(name, None)
+        return ok
+
+    def renew_all(self) -> list[str]:
+        """Renew every lease held; returns the names lost (stop their loops)."""
+        return [name for name in list(self._held) if not self.renew(name)]
+
+    def release(self, name: str) -> bool:
+        epoch = self._held.get(name)
+        if epoch is None:
+            return False
+        with self.db.transaction() as tx:
+            ok = tx.one("ownership_release", {"name": name, "holder": self.holder, "epoch": epoch}) is not None
+        self._held.pop(name, None)
+        return ok
+
+    def refresh(self, name: str) -> Ownership | None:
+        """Read who really holds ``name`` and forget it here if that is no longer us at our epoch."""
+        with self.db.transaction(write=False) as tx:
+            row = tx.one("ownership_get", {"name": name})
+        record = None if row is None else _ownership(row)
+        if record is None or record.holder != self.holder or record.epoch != self._held.get(name):
+            self._held.pop(name, None)
+        return record
+
+    def expired(self) -> list[Ownership]:
+        """Leases past their expiry, anyone's (for inspection: taking over is ``acquire``'s alone)."""
+        with self.db.transaction(write=False) as tx:
+            return [_ownership(r) for r in tx.run("ownership_expired", {"now": self._now()})]
+
+    def mine(self) -> list[Ownership]:
+        """Leases recorded under this holder, live or not (reconciling after a restart)."""
+        with self.db.transaction(write=False) as tx:
+            return [_ownership(r) for r in tx.run("ownership_of_holder", {"holder": self.holder})]
+
+
+def all_ownerships(db: Database) -> list[tuple[Ownership, float]]:
+    """Every ownership lease with the database's now (for the dashboard and tests)."""
+    with db.transaction(write=False) as tx:
+        return [(_ownership(r), float(r["now"])) for r in tx.run("ownership_all", {"now": None})]
+
+
+def _ownership(row: Row) -> Ownership:
+    return Ownership(
+        name=str(row["name"]),
+        holder=row["holder"],
+        epoch=int(row["epoch"]),
+        expires_at=_float(row["expires_at"]),
+        renewed_at=_float(row["renewed_at"]),
+        meta=json.loads(row["meta"] or "{}"),
+    )
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)

@@ -1,0 +1,365 @@
+"""Range leases: which worker indexes which article numbers, and the batches that move resume points.
+
+The rules, each from seed 000 unless said otherwise:
+
+- The next range: one with spooled chunks first, then any planned one; by priority, then id. A worker
+  never waits for the prefetcher to choose its range: refused leases left workers idle for 30 s, so
+  fewer ranges were leased and fewer prefetched.
+- A leased range silent for the TTL is taken over and resumes at ``next_id``.
+- At most ``max_per_group`` live leases per group: a group's batches wait for each other, and eight
+  workers on one group's ranges only queued, holding the node API for minutes.
+- With the catalog at its space cap, only ranges with priority < 0 (the tail, stored ranges).
+- Every grant bumps the range's **epoch** (the fencing token); every later call names range and epoch.
+  A lease whose holder stayed silent past the TTL is lost even before anyone takes it over: otherwise a
+  holder waking from a stall would make a third live lease in a group that granted a second meanwhile.
+- All lease arithmetic uses the database's clock.
+
+PostgreSQL grants in one statement at REPEATABLE READ (``lease_take``), SQLite under BEGIN IMMEDIATE.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from usenet_indexer.db import Database, Row, Tx
+from usenet_indexer.leases.errors import LeaseLost, RangeError, StaleBatch
+
+Lane = Literal["history", "tail"]
+LANES: tuple[Lane, ...] = ("history", "tail")
+
+
+def lane_of(priority: int) -> Lane:
+    """Negative priorities are the tail (and stored ranges); history ranges count eras from 0."""
+    return "tail" if priority < 0 else "history"
+
+
+@dataclass(frozen=True, slots=True)
+class RangeLease:
+    range_id: int
+    group_id: int
+    group: str
+    start: int
+    end: int
+    next: int
+    epoch: int
+    priority: int
+    rule_version: int
+    took_over: bool
+
+    @property
+    def lane(self) -> Lane:
+        return lane_of(self.priority)
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedRange:
+    range_id: int
+    group_id: int
+    headers: int
+    lane: Lane
+
+
+@dataclass(frozen=True, slots=True)
+class CorruptOutcome:
+    """What a corrupt report did: the caller drops ``chunk_from``'s chunk from the spool (and corpus)."""
+
+    range_id: int
+    group_id: int
+    chunk_from: int
+    failed: bool
+    capture: bool
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class BatchReceipt:
+    range_id: int
+    epoch: int
+    from_id: int
+    to_id: int
+    next_id: int
+    result: Mapping[str, Any]
+    replayed: bool
+
+
+# Called inside the batch transaction to store the batch's content (the catalog merge); what it
+# returns is kept in the batch log and handed back, also to a retry of the same batch.
+BatchStore = Callable[[Tx], Mapping[str, Any]]
+
+
+def explain(row: Row | None, range_id: int, node_id: int, epoch: int, ttl: float) -> str | None:
+    """Why ``node_id`` at ``epoch`` does not hold ``range_id`` (None: it does)."""
+    if row is None:
+        return f"unknown range {range_id}"
+    current = int(row["epoch"])
+    if epoch != current or (row["node_id"] is not None and int(row["node_id"]) != node_id):
+        if epoch > current:
+            return f"range {range_id} has no lease epoch {epoch} (its epoch is {current})"
+        return f"range {range_id} was taken over (epoch {current}; yours was {epoch})"
+    status = row["status"]
+    if status == "done":
+        return f"range {range_id} is finished"
+    if status == "planned":
+        return f"range {range_id} was released"
+    if status == "failed":
+        return f"range {range_id} failed: {row['error']}"
+    if row["node_id"] is None or int(row["node_id"]) != node_id:
+        return f"range {range_id} is not leased to this node"
+    silent = float(row["now"]) - float(row["heartbeat_at"])
+    if silent > ttl:
+        return f"range {range_id}'s lease expired: silent for {silent:.0f} s, longer than the {ttl:.0f} s TTL"
+    return None
+
+
+class RangeLeases:
+    def __init__(
+        self,
+        db: Database,
+        *,
+        ttl_seconds: float,
+        max_per_group: int = 2,
+        history_allowed: Callable[[], bool] = lambda: True,
+    ) -> None:
+        if ttl_seconds <= 0:
+            raise ValueError(f"lease TTL must be positive, not {ttl_seconds}")
+        self.db = db
+        self.ttl = float(ttl_seconds)
+        self.max_per_group = max_per_group
+        self.history_allowed = history_allowed
+
+    # -- granting -------------------------------------------------------------------------------
+
+    def lease(self, node_id: int) -> RangeLease | None:
+        params = {
+            "node_id": node_id,
+            "ttl": self.ttl,
+            "max_per_group": self.max_per_group,
+            "history_allowed": bool(self.history_allowed()),
+        }
+        if self.db.dialect == "postgresql":
+            row = self.db.retrying(lambda tx: tx.one("lease_take", params), repeatable_read=True)
+            return None if row is None else _lease(row)
+
+        def take(tx: Tx) -> RangeLease | None:
+            pick = tx.one("lease_pick", params)
+            if pick is None:
+                return None
+            return grant(tx, pick, node_id, self.ttl)
+
+        return self.db.retrying(take)
+
+    # -- calls that name range and epoch ------------------------------------------------------------
+
+    def held(self, tx: Tx, range_id: int, node_id: int, epoch: int) -> Row:
+        """The range row, locked, if ``node_id`` holds it at ``epoch``; else LeaseLost with the reason."""
+        row = tx.one("range_for_update", {"range_id": range_id})
+        reason = explain(row, range_id, node_id, epoch, self.ttl)
+        if reason is not None:
+            raise LeaseLost(reason)
+        assert row is not None
+        return row
+
+    def heartbeat(self, range_id: int, node_id: int, epoch: int) -> None:
+        params = {"range_id": range_id, "node_id": node_id, "epoch": epoch, "ttl": self.ttl}
+        with self.db.transaction() as tx:
+            if tx.run("range_heartbeat", params):
+                if tx.dialect == "sqlite":
+                    tx.run("node_seen", params)
+                return
+            reason = explain(tx.one("range_get", params), range_id, node_id, epoch, self.ttl)
+        raise LeaseLost(reason or f"range {range_id}: heartbeat refused")
+
+    def finish(self, range_id: int, node_id: int, epoch: int) -> FinishedRange:
+        """The worker read the range to its end: done (refused while ``next_id <= end_id``)."""
+        with self.db.transaction() as tx:
+            row = self.held(tx, range_id, node_id, epoch)
+            if int(row["next_id"]) <= int(row["end_id"]):
+                raise RangeError(
+                    f"range {range_id} is at {row['next_id']}, not past its end {row['end_id']}: "
+                    "post the batches up to the end first"
+                )
+            done = tx.one("range_done", {"range_id": range_id})
+            assert done is not None
+            end_lease(tx, range_id, epoch, float(done["done_at"]), "finished")
+            return count_headers(tx, row)
+
+    def release(self, range_id: int, node_id: int, epoch: int) -> None:
+        """A stopping worker gives its range back; the next one resumes at its last stored batch."""
+        with self.db.transaction() as tx:
+            self.held(tx, range_id, node_id, epoch)
+            released = tx.one("range_release", {"range_id": range_id})
+            assert released is not None
+            end_lease(tx, range_id, epoch, float(released["now"]), "released")
+
+    def corrupt(self, range_id: int, node_id: int, epoch: int, chunk_from: int) -> CorruptOutcome:
+        """A chunk that does not inflate. First report: fetch it plain next time and replan the range.
+        A report after a plain copy was fetched: not the server's compression; the range fails.
+
+        A report while no plain copy has been fetched yet replans again: the compressed copy may have
+        been in flight, or the prefetcher's targets not refreshed yet, and spooled again (range
+        161820, seed 000).
+        """
+        with self.db.transaction() as tx:
+            row = self.held(tx, range_id, node_id, epoch)
+            if not int(row["start_id"]) <= chunk_from <= int(row["end_id"]):
+                raise RangeError(
+                    f"chunk {chunk_from} is outside range {range_id} ({row['start_id']}–{row['end_id']})"
+                )
+            key = {"range_id": range_id, "chunk_from": chunk_from}
+            before = tx.one("plain_chunk_get", key)
+            tx.run("plain_chunk_report", key)
+            capture = bool(row["capture"])
+            if capture:
+                # Not complete in the corpus any more: the corpus fill fetches the chunk again.
+                tx.run("range_uncapture", key)
+            if before is not None and before["fetched_plain_at"] is not None:
+                reason = f"chunk {chunk_from} doesn't inflate, also fetched plain"
+                failed = tx.one("range_fail", {"range_id": range_id, "error": reason})
+                assert failed is not None
+                end_lease(tx, range_id, epoch, float(failed["now"]), "failed")
+                return CorruptOutcome(range_id, int(row["group_id"]), chunk_from, True, capture, reason)
+            released = tx.one("range_release", {"range_id": range_id})
+            assert released is not None
+            end_lease(tx, range_id, epoch, float(released["now"]), "corrupt")
+            reason = f"chunk {chunk_from} doesn't inflate: replanned, to be fetched plain"
+            return CorruptOutcome(range_id, int(row["group_id"]), chunk_from, False, capture, reason)
+
+    def mark_fetched_plain(self, range_id: int, chunk_from: int) -> None:
+        """The prefetcher spooled a plain copy of a chunk reported corrupt."""
+        with self.db.transaction() as tx:
+            tx.run("plain_chunk_fetched", {"range_id": range_id, "chunk_from": chunk_from})
+
+    def plain_chunks(self, range_id: int) -> list[int]:
+        """Chunks of the range to fetch plain (reported corrupt)."""
+        with self.db.transaction(write=False) as tx:
+            return [int(r["chunk_from"]) for r in tx.run("plain_chunks_of", {"range_id": range_id})]
+
+    def finish_abandoned(self) -> list[FinishedRange]:
+        """Ranges read to their end whose worker went quiet before finishing them: done.
+
+        The lease query skips a range past its end, so one whose finish never came stayed leased for
+        good (a gap range, during a lock pile-up; seed 000). Its batches are all stored.
+        """
+        done: list[FinishedRange] = []
+        with self.db.transaction() as tx:
+            for row in tx.run("ranges_abandoned", {"ttl": self.ttl}):
+                params = {"range_id": row["id"], "epoch": row["epoch"], "ttl": self.ttl}
+                if tx.run("range_finish_abandoned", params):
+                    end_lease(tx, int(row["id"]), int(row["epoch"]), float(row["heartbeat_at"]) + self.ttl, "abandoned")
+                    done.append(count_headers(tx, row))
+        return done
+
+    # -- batches --------------------------------------------------------------------------------
+
+    def commit_batch(
+        self,
+        range_id: int,
+        node_id: int,
+        epoch: int,
+        from_id: int,
+        to_id: int,
+        headers: int,
+        store: BatchStore | None = None,
+    ) -> BatchReceipt:
+        """Store a batch covering ``[from_id, to_id]`` and move ``next_id`` past it, in one transaction.
+
+        Only under the current lease and only at the resume point. A retry of the last stored batch
+        (same range, epoch, from, to: its first reply may have been lost) gets the stored result and
+        stores nothing twice.
+        """
+        if from_id < 0 or to_id < from_id:
+            raise RangeError(f"a batch covers from <= to, not {from_id}–{to_id}")
+        if not 0 <= headers <= to_id - from_id + 1:
+            raise RangeError(f"a batch of {to_id - from_id + 1} articles cannot hold {headers} headers")
+        with self.db.transaction() as tx:
+            try:
+                row = self.held(tx, range_id, node_id, epoch)
+            except LeaseLost as lost:
+                raise StaleBatch(lost.reason) from None
+            next_id = int(row["next_id"])
+            if from_id != next_id:
+                last = tx.one(
+                    "batch_log_last", {"range_id": range_id, "epoch": epoch, "from_id": from_id, "to_id": to_id}
+                )
+                if last is not None and to_id + 1 == next_id:
+                    return BatchReceipt(range_id, epoch, from_id, to_id, next_id, json.loads(last["result"]), True)
+                raise StaleBatch(
+                    f"batch {from_id}–{to_id} does not start at range {range_id}'s resume point {next_id}"
+                )
+            if to_id > int(row["end_id"]):
+                raise RangeError(f"batch {from_id}–{to_id} runs past range {range_id}'s end {row['end_id']}")
+            result = dict(store(tx)) if store is not None else {}
+            advanced = tx.one(
+                "range_advance", {"range_id": range_id, "epoch": epoch, "next_id": to_id + 1, "headers": headers}
+            )
+            assert advanced is not None
+            tx.run(
+                "batch_log_insert",
+                {
+                    "range_id": range_id,
+                    "epoch": epoch,
+                    "node_id": node_id,
+                    "from_id": from_id,
+                    "to_id": to_id,
+                    "headers": headers,
+                    "result": json.dumps(result, separators=(",", ":")),
+                    "stored_at": advanced["stored_at"],
+                },
+            )
+            return BatchReceipt(range_id, epoch, from_id, to_id, to_id + 1, result, False)
+
+
+def grant(tx: Tx, pick: Row, node_id: int, ttl: float) -> RangeLease:
+    """Lease the picked range to ``node_id`` (SQLite and group lanes; PostgreSQL's lease_take does
+    the same in one statement): bump its epoch, the group's lease_seq, the node's last seen, the log."""
+    granted = tx.one("lease_grant", {"range_id": pick["range_id"], "node_id": node_id})
+    assert granted is not None
+    bumped = tx.one("group_bump", {"group_id": granted["group_id"]})
+    assert bumped is not None
+    tx.run("node_seen", {"node_id": node_id})
+    took_over = pick["prev_status"] == "leased"
+    if took_over:
+        end_lease(tx, int(granted["range_id"]), int(pick["prev_epoch"]), float(pick["prev_heartbeat"]) + ttl, "expired")
+    tx.run(
+        "lease_log_grant",
+        {
+            "range_id": granted["range_id"],
+            "group_id": granted["group_id"],
+            "epoch": granted["epoch"],
+            "node_id": node_id,
+            "granted_at": granted["granted_at"],
+            "took_over": took_over,
+        },
+    )
+    return _lease({**granted, "group_name": bumped["name"], "took_over": took_over})
+
+
+def end_lease(tx: Tx, range_id: int, epoch: int, ended_at: float, reason: str) -> None:
+    tx.run("lease_log_end", {"range_id": range_id, "epoch": epoch, "ended_at": ended_at, "reason": reason})
+
+
+def count_headers(tx: Tx, row: Row) -> FinishedRange:
+    lane = lane_of(int(row["priority"]))
+    headers = int(row["headers"])
+    counted = {"group_id": row["group_id"], "lane": lane, "headers": headers}
+    tx.run(f"group_count_headers_{lane}", counted)
+    tx.run("group_lane_count_headers", counted)
+    return FinishedRange(int(row["id"]), int(row["group_id"]), headers, lane)
+
+
+def _lease(row: Mapping[str, Any]) -> RangeLease:
+    return RangeLease(
+        range_id=int(row["range_id"]),
+        group_id=int(row["group_id"]),
+        group=str(row["group_name"]),
+        start=int(row["start_id"]),
+        end=int(row["end_id"]),
+        next=int(row["next_id"]),
+        epoch=int(row["epoch"]),
+        priority=int(row["priority"]),
+        rule_version=int(row["rule_version"] or 0),
+        took_over=bool(row["took_over"]),
+    )

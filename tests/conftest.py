@@ -1,0 +1,47 @@
+"""Fixtures shared by every test: one parametrized store fixture runs a test on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.databases import PostgresTemplate, SqliteTemplate
+from usenet_indexer.db import Database, connect
+
+
+@pytest.fixture(scope="session")
+def pg_template() -> Iterator[PostgresTemplate]:
+    template = PostgresTemplate()
+    yield template
+    template.drop()
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> SqliteTemplate:
+    return SqliteTemplate(tmp_path_factory.mktemp("sqlite-template"))
+
+
+@pytest.fixture
+def pg_url(pg_template: PostgresTemplate) -> Iterator[str]:
+    with pg_template.database() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A migrated, empty store of each dialect."""
+    if request.param == "sqlite":
+        template: SqliteTemplate = request.getfixturevalue("sqlite_template")
+        with template.database(tmp_path) as url:
+            yield url
+    else:
+        yield request.getfixturevalue("pg_url")
+
+
+@pytest.fixture
+def db(database_url: str) -> Iterator[Database]:
+    database = connect(database_url)
+    yield database
+    database.close()
