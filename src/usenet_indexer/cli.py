@@ -201,7 +201,9 @@ def groups_enable(ctx: typer.Context, name: str) -> None:
 def serve(
     ctx: typer.Context,
     host: Annotated[str | None, typer.Option(help="Address to listen on (default 127.0.0.1)")] = None,
-    port: Annotated[int | None, typer.Option(help="Port to listen on (default 8710; 0 picks a free one)")] = None,
+    port: Annotated[
+        int | None, typer.Option(help="Port to listen on (default 8710; 0 picks a free one)")
+    ] = None,
 ) -> None:
     """Run the coordinator: its HTTP API and its background loops."""
     from usenet_indexer.coordinator.server import run_server

@@ -27,7 +27,7 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default=Path("data"), description="Where the SQLite file, spool and corpus live")
     database_url: str = Field(
         default="",
-        description="postgresql://user@host/db or sqlite:///path; default: a SQLite file in the data directory",
+        description="postgresql://user@host/db or sqlite:///path (default: a SQLite file in data_dir)",
     )
     log_format: Literal["auto", "console", "json"] = "auto"
     log_level: str = "INFO"
@@ -36,7 +36,9 @@ class Settings(BaseSettings):
     # heartbeat after every chunk, so it only has to outlast the slowest chunk plus a retried post.
     lease_ttl_seconds: float = Field(default=120.0, gt=0)
     max_leases_per_group: int = Field(default=2, ge=1)
-    catalog_cap_bytes: int | None = Field(default=None, ge=0, description="At this size only priority<0 leases")
+    catalog_cap_bytes: int | None = Field(
+        default=None, ge=0, description="At this size only priority<0 leases"
+    )
 
     # Planning.
     range_articles: int = Field(default=1_000_000, ge=1)
@@ -54,7 +56,8 @@ class Settings(BaseSettings):
             self.database_url = f"sqlite:///{(self.data_dir / 'usenet-indexer.db').as_posix()}"
         if self.chunk_articles > self.range_articles:
             raise ValueError(
-                f"chunk_articles ({self.chunk_articles}) must not exceed range_articles ({self.range_articles})"
+                f"chunk_articles ({self.chunk_articles}) must not exceed "
+                f"range_articles ({self.range_articles})"
             )
         return self
 

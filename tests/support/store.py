@@ -33,7 +33,11 @@ def services_for(database_url: str, data_dir: Path, **overrides: Any) -> Service
 
 def backdate(db: Database, range_id: int, seconds: float) -> None:
     """Make a range's holder look silent for ``seconds`` longer (instead of sleeping out the TTL)."""
-    query(db, "UPDATE ranges SET heartbeat_at = heartbeat_at - :s WHERE id = :id", {"s": seconds, "id": range_id})
+    query(
+        db,
+        "UPDATE ranges SET heartbeat_at = heartbeat_at - :s WHERE id = :id",
+        {"s": seconds, "id": range_id},
+    )
 
 
 def backdate_lane(db: Database, group_id: int, lane: str, seconds: float) -> None:

@@ -106,14 +106,24 @@ class Groups:
             tx.executemany(
                 "range_insert",
                 [
-                    {"group_id": group["id"], "start": r.start, "end": r.end, "priority": r.priority,
-                     "capture": bool(group["capture"])}
+                    {
+                        "group_id": group["id"],
+                        "start": r.start,
+                        "end": r.end,
+                        "priority": r.priority,
+                        "capture": bool(group["capture"]),
+                    }
                     for r in planned
                 ],
             )
             tx.run(
                 "group_set_plan",
-                {"group_id": group["id"], "low": low, "high": high, "tail_next": after.tail_next,
-                 "history_low": after.history_low},
+                {
+                    "group_id": group["id"],
+                    "low": low,
+                    "high": high,
+                    "tail_next": after.tail_next,
+                    "history_low": after.history_low,
+                },
             )
         return planned

@@ -79,6 +79,13 @@ class Nodes:
         with self.db.transaction(write=False) as tx:
             rows = tx.run("nodes_all")
         return [
-            NodeInfo(int(r["id"]), r["name"], bool(r["enabled"]), r["last_seen_at"], int(r["leased"]), float(r["now"]))
+            NodeInfo(
+                int(r["id"]),
+                r["name"],
+                bool(r["enabled"]),
+                r["last_seen_at"],
+                int(r["leased"]),
+                float(r["now"]),
+            )
             for r in rows
         ]

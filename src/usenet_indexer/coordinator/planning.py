@@ -77,8 +77,8 @@ def plan_ranges(
     target) and a tail cursor past its high watermark; later calls add the tail as the group grows and
     more history when the backfill target moves down. An empty group (high < low) plans nothing yet.
     """
-    if low < 0 or high < 0:
-        raise ValueError(f"watermarks are article numbers >= 0, not {low}–{high}")
+    if low < 0:
+        raise ValueError(f"the low watermark is an article number >= 0, not {low}")
     planned: list[PlannedRange] = []
     tail_next, history_low = cursor.tail_next, cursor.history_low
     if tail_next is None:

@@ -72,8 +72,8 @@ def run_server(services: Services) -> None:
             await asyncio.sleep(0.05)
         if server.started:
             host, port = server.servers[0].sockets[0].getsockname()[:2]
-            print(f"coordinator listening on http://{host}:{port}/ (database {redacted(settings.database_url)})",
-                  flush=True)
+            database = redacted(settings.database_url)
+            print(f"coordinator listening on http://{host}:{port}/ (database {database})", flush=True)
             loops.start()
         await task
 

@@ -53,7 +53,10 @@ def _read(folder: str) -> dict[str, str]:
 
 @cache
 def queries(dialect: Dialect) -> dict[str, str]:
-    merged = {name: sql.replace("{now}", NOW[dialect]) for name, sql in {**_read("common"), **_read(dialect)}.items()}
+    merged = {
+        name: sql.replace("{now}", NOW[dialect])
+        for name, sql in {**_read("common"), **_read(dialect)}.items()
+    }
     if dialect == "postgresql":
         return {name: _PARAM.sub(r"%(\1)s", sql.replace("%", "%%")) for name, sql in merged.items()}
     return merged

@@ -13,10 +13,11 @@ heartbeat plus the TTL (a lease silent that long is lost: see leases/ranges.py).
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from usenet_indexer.db import Database
+from usenet_indexer.db import Database, Row
 
 # Clocks in the store have microsecond resolution; equal instants are not overlaps.
 EPSILON = 1e-6
@@ -44,7 +45,7 @@ def audit(db: Database, *, ttl: float, max_per_group: int) -> AuditReport:
 
     # Each lease's live interval.
     intervals: dict[tuple[int, int], tuple[float, float]] = {}
-    by_range: dict[int, list[dict[str, object]]] = defaultdict(list)
+    by_range: dict[int, list[Row]] = defaultdict(list)
     for lease in leases:
         start = float(lease["granted_at"])
         if lease["ended_at"] is not None:
@@ -59,9 +60,9 @@ def audit(db: Database, *, ttl: float, max_per_group: int) -> AuditReport:
 
     # 1. One live holder at a time, per range.
     for range_id, grants in by_range.items():
-        for previous, current in zip(grants, grants[1:], strict=False):
+        for previous, current in itertools.pairwise(grants):
             _, prev_end = intervals[(range_id, int(previous["epoch"]))]
-            granted = float(current["granted_at"])  # type: ignore[arg-type]
+            granted = float(current["granted_at"])
             if granted + EPSILON < prev_end:
                 problem(
                     f"range {range_id}: epoch {current['epoch']} granted at {granted:.3f} while epoch "
@@ -76,14 +77,17 @@ def audit(db: Database, *, ttl: float, max_per_group: int) -> AuditReport:
     for group_id, spans in by_group.items():
         for start, _, range_id, epoch in spans:
             live = sum(
-                1 for s, e, r, ep in spans
+                1
+                for s, e, r, ep in spans
                 if (r, ep) != (range_id, epoch) and s <= start + EPSILON and e > start + EPSILON
             )
             if live >= max_per_group:
-                problem(f"group {group_id}: range {range_id} epoch {epoch} granted with {live} other live leases")
+                problem(
+                    f"group {group_id}: range {range_id} epoch {epoch} granted with {live} other live leases"
+                )
 
     # 2. and 4. Batches: contiguous, each once, each within its lease's live interval.
-    batches_of: dict[int, list[dict[str, object]]] = defaultdict(list)
+    batches_of: dict[int, list[Row]] = defaultdict(list)
     for batch in batches:
         batches_of[int(batch["range_id"])].append(batch)
         key = (int(batch["range_id"]), int(batch["epoch"]))
@@ -93,15 +97,17 @@ def audit(db: Database, *, ttl: float, max_per_group: int) -> AuditReport:
             continue
         start, end = intervals[key]
         if not start - EPSILON <= stored <= end + EPSILON:
-            problem(f"range {key[0]}: batch {batch['from_id']}–{batch['to_id']} of epoch {key[1]} stored at "
-                    f"{stored:.3f}, outside its lease {start:.3f}–{end:.3f}")
+            problem(
+                f"range {key[0]}: batch {batch['from_id']}–{batch['to_id']} of epoch {key[1]} stored at "
+                f"{stored:.3f}, outside its lease {start:.3f}–{end:.3f}"
+            )
     for row in ranges:
         range_id = int(row["id"])
         expected = int(row["start_id"])
         for batch in batches_of.get(range_id, []):
-            if int(batch["from_id"]) != expected:  # type: ignore[call-overload]
+            if int(batch["from_id"]) != expected:
                 problem(f"range {range_id}: batch from {batch['from_id']} where {expected} was expected")
-            expected = int(batch["to_id"]) + 1  # type: ignore[call-overload]
+            expected = int(batch["to_id"]) + 1
         if expected != int(row["next_id"]):
             problem(f"range {range_id}: batches cover up to {expected - 1}, resume point is {row['next_id']}")
         if row["status"] == "done" and int(row["next_id"]) != int(row["end_id"]) + 1:

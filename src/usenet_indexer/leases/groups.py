@@ -86,7 +86,9 @@ class GroupLeases:
         if int(row["epoch"]) != epoch or row["node_id"] is None or int(row["node_id"]) != node_id:
             if row["node_id"] is None and int(row["epoch"]) == epoch:
                 raise LeaseLost(f"group {row['name']}'s {lane} lane was released")
-            raise LeaseLost(f"group {row['name']}'s {lane} lane was taken over (epoch {row['epoch']}; yours was {epoch})")
+            raise LeaseLost(
+                f"group {row['name']}'s {lane} lane was taken over (epoch {row['epoch']}; yours was {epoch})"
+            )
         silent = float(row["now"]) - float(row["heartbeat_at"])
         if silent > self.ttl:
             raise LeaseLost(
@@ -98,8 +100,13 @@ class GroupLeases:
     def next(self, group_id: int, node_id: int, lane: str, epoch: int) -> RangeLease | None:
         """The lane's next range in article order, leased to the lane's holder (None: nothing left now)."""
         lane = check_lane(lane)
-        key = {"group_id": group_id, "lane": lane, "history": lane == "history", "node_id": node_id,
-               "ttl": self.ttl}
+        key = {
+            "group_id": group_id,
+            "lane": lane,
+            "history": lane == "history",
+            "node_id": node_id,
+            "ttl": self.ttl,
+        }
 
         def take(tx: Tx) -> RangeLease | None:
             tx.run("group_for_update", key)
@@ -122,14 +129,18 @@ class GroupLeases:
         lane = check_lane(lane)
         with self.db.transaction() as tx:
             self.held(tx, group_id, node_id, lane, epoch)
-            tx.run("group_lane_heartbeat", {"group_id": group_id, "lane": lane, "node_id": node_id,
-                                            "epoch": epoch, "ttl": self.ttl})
+            tx.run(
+                "group_lane_heartbeat",
+                {"group_id": group_id, "lane": lane, "node_id": node_id, "epoch": epoch, "ttl": self.ttl},
+            )
 
     def release(self, group_id: int, node_id: int, lane: str, epoch: int) -> None:
         lane = check_lane(lane)
         with self.db.transaction() as tx:
             self.held(tx, group_id, node_id, lane, epoch)
-            tx.run("group_lane_release", {"group_id": group_id, "lane": lane, "node_id": node_id, "epoch": epoch})
+            tx.run(
+                "group_lane_release", {"group_id": group_id, "lane": lane, "node_id": node_id, "epoch": epoch}
+            )
 
     def record_snapshot(
         self, group_id: int, node_id: int, lane: str, epoch: int, *, next: int, size: int, location: str
@@ -142,8 +153,15 @@ class GroupLeases:
             self.held(tx, group_id, node_id, lane, epoch)
             tx.run(
                 "group_lane_snapshot",
-                {"group_id": group_id, "lane": lane, "node_id": node_id, "epoch": epoch,
-                 "next": next, "size": size, "location": location},
+                {
+                    "group_id": group_id,
+                    "lane": lane,
+                    "node_id": node_id,
+                    "epoch": epoch,
+                    "next": next,
+                    "size": size,
+                    "location": location,
+                },
             )
 
     def snapshot(self, group_id: int, node_id: int, lane: str, epoch: int) -> Snapshot | None:

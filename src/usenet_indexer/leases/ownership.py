@@ -128,7 +128,9 @@ class OwnershipLeases:
         if epoch is None:
             return False
         with self.db.transaction() as tx:
-            ok = tx.one("ownership_release", {"name": name, "holder": self.holder, "epoch": epoch}) is not None
+            ok = (
+                tx.one("ownership_release", {"name": name, "holder": self.holder, "epoch": epoch}) is not None
+            )
         self._held.pop(name, None)
         return ok
 

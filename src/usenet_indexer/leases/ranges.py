@@ -248,7 +248,13 @@ class RangeLeases:
             for row in tx.run("ranges_abandoned", {"ttl": self.ttl}):
                 params = {"range_id": row["id"], "epoch": row["epoch"], "ttl": self.ttl}
                 if tx.run("range_finish_abandoned", params):
-                    end_lease(tx, int(row["id"]), int(row["epoch"]), float(row["heartbeat_at"]) + self.ttl, "abandoned")
+                    end_lease(
+                        tx,
+                        int(row["id"]),
+                        int(row["epoch"]),
+                        float(row["heartbeat_at"]) + self.ttl,
+                        "abandoned",
+                    )
                     done.append(count_headers(tx, row))
         return done
 
@@ -282,10 +288,13 @@ class RangeLeases:
             next_id = int(row["next_id"])
             if from_id != next_id:
                 last = tx.one(
-                    "batch_log_last", {"range_id": range_id, "epoch": epoch, "from_id": from_id, "to_id": to_id}
+                    "batch_log_last",
+                    {"range_id": range_id, "epoch": epoch, "from_id": from_id, "to_id": to_id},
                 )
                 if last is not None and to_id + 1 == next_id:
-                    return BatchReceipt(range_id, epoch, from_id, to_id, next_id, json.loads(last["result"]), True)
+                    return BatchReceipt(
+                        range_id, epoch, from_id, to_id, next_id, json.loads(last["result"]), True
+                    )
                 raise StaleBatch(
                     f"batch {from_id}–{to_id} does not start at range {range_id}'s resume point {next_id}"
                 )
@@ -293,7 +302,8 @@ class RangeLeases:
                 raise RangeError(f"batch {from_id}–{to_id} runs past range {range_id}'s end {row['end_id']}")
             result = dict(store(tx)) if store is not None else {}
             advanced = tx.one(
-                "range_advance", {"range_id": range_id, "epoch": epoch, "next_id": to_id + 1, "headers": headers}
+                "range_advance",
+                {"range_id": range_id, "epoch": epoch, "next_id": to_id + 1, "headers": headers},
             )
             assert advanced is not None
             tx.run(
@@ -322,7 +332,13 @@ def grant(tx: Tx, pick: Row, node_id: int, ttl: float) -> RangeLease:
     tx.run("node_seen", {"node_id": node_id})
     took_over = pick["prev_status"] == "leased"
     if took_over:
-        end_lease(tx, int(granted["range_id"]), int(pick["prev_epoch"]), float(pick["prev_heartbeat"]) + ttl, "expired")
+        end_lease(
+            tx,
+            int(granted["range_id"]),
+            int(pick["prev_epoch"]),
+            float(pick["prev_heartbeat"]) + ttl,
+            "expired",
+        )
     tx.run(
         "lease_log_grant",
         {

@@ -183,7 +183,9 @@ def test_finish_abandoned_takes_only_quiet_ranges_read_to_their_end(services: Se
     assert ranges(services)[half.range_id]["status"] == "leased"  # taken over by the next lease instead
 
 
-def test_release_puts_the_range_back_at_its_resume_point(services: Services, node: int, other_node: int) -> None:
+def test_release_puts_the_range_back_at_its_resume_point(
+    services: Services, node: int, other_node: int
+) -> None:
     plan(services, "alt.binaries.a", 1, 999)
     lease = services.ranges.lease(node)
     assert lease is not None
@@ -244,10 +246,14 @@ def test_batches_move_the_resume_point_once(services: Services, node: int) -> No
         calls.append(1)
         return {"releases": 3}
 
-    receipt = services.ranges.commit_batch(lease.range_id, node, lease.epoch, lease.next, lease.next + 9, 10, store)
+    receipt = services.ranges.commit_batch(
+        lease.range_id, node, lease.epoch, lease.next, lease.next + 9, 10, store
+    )
     assert (receipt.next_id, receipt.result, receipt.replayed) == (lease.next + 10, {"releases": 3}, False)
     # The same batch again (its reply was lost): the stored result, nothing stored twice.
-    again = services.ranges.commit_batch(lease.range_id, node, lease.epoch, lease.next, lease.next + 9, 10, store)
+    again = services.ranges.commit_batch(
+        lease.range_id, node, lease.epoch, lease.next, lease.next + 9, 10, store
+    )
     assert (again.result, again.replayed) == ({"releases": 3}, True)
     assert len(calls) == 1
     assert ranges(services)[lease.range_id]["headers"] == 10
@@ -272,7 +278,12 @@ def test_batches_that_do_not_fit_store_nothing(
     before = (ranges(services), query(services.db, "SELECT count(*) AS n FROM batch_log"))
     with pytest.raises(error, match=match):
         services.ranges.commit_batch(
-            lease.range_id, node, lease.epoch, lease.next + offset_from, lease.next + offset_to, 1,
+            lease.range_id,
+            node,
+            lease.epoch,
+            lease.next + offset_from,
+            lease.next + offset_to,
+            1,
             lambda tx: pytest.fail("a refused batch must not reach the store"),
         )
     assert (ranges(services), query(services.db, "SELECT count(*) AS n FROM batch_log")) == before

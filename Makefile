@@ -1,0 +1,31 @@
+# The two commands a newcomer needs: `make demo` and `make test`. uv is installed when missing.
+UV := scripts/uv.sh
+export UV_LINK_MODE := copy
+
+.PHONY: demo test lint typecheck pytest bench sync system
+
+sync:
+	$(UV) sync --locked
+
+# Runs the main job on the embedded default (SQLite under ./data): for now, the coordinator.
+demo: sync
+	$(UV) run usenet-indexer serve
+
+# Everything the suite needs (system packages, servers), then lint, types and every test.
+test: sync system lint typecheck pytest
+
+system:
+	scripts/setup-system.sh
+
+lint:
+	$(UV) run ruff check .
+	$(UV) run ruff format --check .
+
+typecheck:
+	$(UV) run mypy
+
+pytest:
+	$(UV) run pytest -q
+
+bench: sync system
+	$(UV) run python bench/run_all.py

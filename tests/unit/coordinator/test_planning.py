@@ -1,0 +1,91 @@
+"""The planning primitive: watermarks in, ranges out, every article planned exactly once."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from usenet_indexer.coordinator.planning import (
+    TAIL_PRIORITY,
+    PlanCursor,
+    PlannedRange,
+    PlanSizes,
+    plan_ranges,
+)
+
+SIZES = PlanSizes(range_articles=1000, era_articles=10_000, tail_min_articles=10)
+
+
+def covered(ranges: list[PlannedRange]) -> list[int]:
+    return sorted(a for r in ranges for a in range(r.start, r.end + 1))
+
+
+def test_first_plan_is_history_down_to_the_low_watermark() -> None:
+    planned, cursor = plan_ranges(PlanCursor(), 1, 2_500, None, SIZES)
+    assert [(r.start, r.end) for r in planned] == [(2000, 2500), (1000, 1999), (1, 999)]
+    assert all(r.priority == 0 for r in planned)
+    assert cursor == PlanCursor(tail_next=2501, history_low=1)
+
+
+def test_backfill_limits_history_to_the_newest_articles() -> None:
+    planned, cursor = plan_ranges(PlanCursor(), 1, 25_000, 1_500, SIZES)
+    assert [(r.start, r.end) for r in planned] == [(25_000, 25_000), (24_000, 24_999), (23_501, 23_999)]
+    assert cursor.history_low == 23_501
+
+
+def test_history_priorities_are_eras_oldest_first() -> None:
+    planned, _ = plan_ranges(PlanCursor(), 1, 35_000, None, SIZES)
+    by_start = {r.start: r.priority for r in planned}
+    assert by_start[1] == 0
+    assert by_start[10_000] == 1
+    assert by_start[35_000] == 3
+
+
+def test_tail_follows_the_high_watermark_and_waits_for_enough_articles() -> None:
+    _, cursor = plan_ranges(PlanCursor(), 1, 1_000, None, SIZES)
+    planned, after = plan_ranges(cursor, 1, 1_005, None, SIZES)
+    assert planned == []  # 5 new articles: fewer than tail_min_articles
+    assert after == cursor
+    planned, after = plan_ranges(cursor, 1, 2_100, None, SIZES)
+    assert [(r.start, r.end, r.priority) for r in planned] == [
+        (1_001, 1_999, TAIL_PRIORITY),
+        (2_000, 2_100, TAIL_PRIORITY),
+    ]
+    assert after.tail_next == 2_101
+
+
+def test_empty_group_plans_nothing_until_articles_arrive() -> None:
+    planned, cursor = plan_ranges(PlanCursor(), 5, 4, None, SIZES)
+    assert planned == []
+    planned, _ = plan_ranges(cursor, 5, 100, None, SIZES)
+    assert covered(planned) == list(range(5, 101))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    low=st.integers(0, 50_000),
+    steps=st.lists(st.tuples(st.integers(0, 20_000), st.integers(0, 3_000)), min_size=1, max_size=6),
+    backfill=st.one_of(st.none(), st.integers(0, 60_000)),
+)
+def test_every_article_is_planned_at_most_once_and_tail_is_contiguous(
+    low: int, steps: list[tuple[int, int]], backfill: int | None
+) -> None:
+    cursor = PlanCursor()
+    everything: list[PlannedRange] = []
+    high = low - 1
+    for growth, backfill_growth in steps:
+        high += growth
+        if backfill is not None:
+            backfill += backfill_growth
+        planned, cursor = plan_ranges(cursor, low, high, backfill, SIZES)
+        everything += planned
+    articles = covered(everything)
+    assert len(articles) == len(set(articles)), "an article planned twice"
+    for r in everything:
+        assert r.start <= r.end
+        assert r.end - r.start < SIZES.range_articles
+        assert (r.start // SIZES.range_articles) == (r.end // SIZES.range_articles)  # aligned
+    if articles:
+        assert articles == list(range(articles[0], articles[-1] + 1)), "a hole between planned ranges"
+        assert articles[-1] <= high
+        assert articles[0] >= low
