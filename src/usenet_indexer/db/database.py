@@ -146,6 +146,7 @@ class SqliteDatabase(Database):
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             conn = sqlite3.connect(self.path, isolation_level=None, timeout=60.0, check_same_thread=False)
+            conn.create_function("unix_now", 0, time.time)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")

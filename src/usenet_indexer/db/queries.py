@@ -16,10 +16,14 @@ from typing import Literal
 Dialect = Literal["postgresql", "sqlite"]
 
 # The database's clock in Unix seconds: every ``*_at`` column is one of these (see migration 0001).
-# ``{now}`` in a query stands for it; PostgreSQL's is the transaction's start, SQLite's the statement's.
+# ``{now}`` in a query stands for it. It is the time of the call, not of the transaction's start
+# (``now()``): a grant blocked behind a finish must not record a time before that finish, or the
+# audit sees two live holders where there was one. SQLite's own clock ticks in milliseconds, in
+# which a whole range is leased, batched and finished; ``unix_now()`` is the same host clock in
+# microseconds, registered on every connection (SQLite has no server: the host is its clock).
 NOW: dict[str, str] = {
-    "postgresql": "EXTRACT(EPOCH FROM now())::float8",
-    "sqlite": "((julianday('now') - 2440587.5) * 86400.0)",
+    "postgresql": "EXTRACT(EPOCH FROM clock_timestamp())::float8",
+    "sqlite": "unix_now()",
 }
 
 _BLOCK = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
