@@ -147,7 +147,11 @@ class _Reader:
                 self.set_ids.setdefault(set_id)
             else:
                 self.bad += 1
-            pos = data.find(MAGIC, pos + length)
+            end = pos + length
+            pos = data.find(MAGIC, end)
+            # Cut off inside the next packet's magic: find() cannot see a partial magic.
+            if pos == -1 and end < n and MAGIC.startswith(data[end:]):
+                self.truncated = True
 
     def _packet(self, kind: bytes, set_id: bytes, body: memoryview) -> bool:
         """Read one verified packet's body; False if the body is malformed for its type."""
