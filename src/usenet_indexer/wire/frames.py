@@ -32,10 +32,11 @@ Why each field is there:
   chunk that does not inflate is reported to the coordinator as *corrupt*, which deletes it from the
   spool and the corpus and refetches it from the provider. A bit flipped in transit (plain HTTP on a LAN
   has only TCP's 16-bit checksum) must not be mistaken for a corrupt stored chunk: with the CRC the
-  worker knows the difference and simply retries the stream. Covering the header too matters more than
-  the payload: a flipped bit in ``last`` would move the range's resume point past articles never indexed,
-  silently. zlib's CRC-32 runs at several GB/s, far above the network; ``bench/frames.py`` measures it
-  next to a bare copy.
+  worker can tell the two apart and just retry the stream. Covering the header matters even more than
+  the payload: a flipped bit in ``last`` would move the range's resume point past articles never
+  indexed, silently. The cost, measured by ``bench/frames.py`` on this 2-core machine: 200 MB frames fed
+  in 64 KiB pieces decode at ~1.05 GB/s with the check and ~1.39 GB/s without, against ~1.64 GB/s for a
+  bare ``b"".join`` of the pieces; a 1 Gbit/s link delivers 0.125 GB/s.
 - **u32 length** caps one frame at 4 GiB; the decoder's configurable ``max_payload`` (64 MiB by default,
   chunks are tens of MB at most) refuses a larger length as soon as the header arrives, before buffering.
 
