@@ -4,6 +4,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# par2: the real par2cmdline makes the PAR2 files the PAR2 reader is tested on (run, never imported).
+PACKAGES=(par2)
+
+missing=()
+for package in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing ${missing[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
 if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
   echo "PostgreSQL is not answering on 127.0.0.1:5432: start it (pg_ctlcluster <version> main start)" >&2
   exit 1

@@ -36,7 +36,9 @@ class Tally:
     errors: list[str] = field(default_factory=list)
 
 
-def worker(services: Services, node_id: int, seed: int, tally: Tally, stop: threading.Event, ttl: float) -> None:
+def worker(
+    services: Services, node_id: int, seed: int, tally: Tally, stop: threading.Event, ttl: float
+) -> None:
     rng = random.Random(seed)
     ranges = services.ranges
     while not stop.is_set():
@@ -124,7 +126,9 @@ def check(services: Services, tally: Tally, ttl: float, max_per_group: int) -> N
     ]
     report = audit(services.db, ttl=ttl, max_per_group=max_per_group)
     assert report.problems == []
-    logged = {(r["range_id"], r["epoch"], r["from_id"]) for r in query(services.db, "SELECT * FROM batch_log")}
+    logged = {
+        (r["range_id"], r["epoch"], r["from_id"]) for r in query(services.db, "SELECT * FROM batch_log")
+    }
     # Exactly the batches the workers were told were stored: no refused write slipped in, none lost.
     assert logged == tally.stored
     assert tally.died + tally.stalled > 0, "the run must exercise takeovers"
