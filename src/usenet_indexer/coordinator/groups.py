@@ -100,7 +100,7 @@ class Groups:
             group = tx.one("group_by_name", {"name": name})
             if group is None:
                 raise GroupError(f"no group {name}: add it with `usenet-indexer groups add {name}`")
-            tx.run("group_for_update", {"group_id": group["id"]})
+            tx.execute("group_for_update", {"group_id": group["id"]})
             cursor = PlanCursor(group["tail_next"], group["history_low"])
             planned, after = plan_ranges(cursor, low, high, group["backfill_articles"], self.sizes)
             tx.executemany(
@@ -116,7 +116,7 @@ class Groups:
                     for r in planned
                 ],
             )
-            tx.run(
+            tx.execute(
                 "group_set_plan",
                 {
                     "group_id": group["id"],

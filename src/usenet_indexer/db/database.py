@@ -2,8 +2,8 @@
 
 Rows come back as dicts. A transaction is a context manager; leaving it normally commits, an exception
 rolls back. ``write=True`` matters on SQLite only (``BEGIN IMMEDIATE`` takes the write lock up front, so
-two writers queue instead of failing half-way with SQLITE_BUSY); ``repeatable_read=True`` matters on
-PostgreSQL only (see the lease engine for why the grant needs it).
+two writers queue instead of failing half-way with SQLITE_BUSY). PostgreSQL runs at READ COMMITTED:
+each statement sees what was committed before it began, which the lease engine relies on.
 """
 
 from __future__ import annotations
@@ -28,13 +28,29 @@ class RetryableConflict(Exception):
     """A transaction lost a race (serialization failure, deadlock) and may simply be run again."""
 
 
-class Tx:
-    """One open transaction. ``run`` takes a query name from ``sql/``; ``sql`` takes literal SQL."""
+def retry_conflicts(call: Callable[[], T], attempts: int = 20) -> T:
+    """``call()``, again after a short pause each time it raises RetryableConflict."""
+    for attempt in range(attempts):
+        try:
+            return call()
+        except RetryableConflict:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(min(0.02, 0.0002 * 2**attempt))
+    raise AssertionError("unreachable")
 
-    def __init__(self, dialect: Dialect, cursor: Any) -> None:
+
+class Tx:
+    """One open transaction. ``run`` takes a query name from ``sql/`` and returns its rows (SELECT or
+    RETURNING); ``execute`` runs one that returns nothing. On PostgreSQL statements are pipelined:
+    ``execute`` only queues, and the queue goes out with the next ``run`` or the COMMIT, so a
+    transaction costs a round trip per result it waits for, not one per statement."""
+
+    def __init__(self, dialect: Dialect, cursor: Any, no_result: type[Exception] = LookupError) -> None:
         self.dialect: Dialect = dialect
         self._cursor = cursor
         self._queries = queries(dialect)
+        self._no_result = no_result  # what fetching a statement without rows raises (psycopg)
 
     def run(self, name: str, params: Params = None) -> list[Row]:
         return self.sql(self._queries[name], params)
@@ -43,18 +59,20 @@ class Tx:
         rows = self.run(name, params)
         return rows[0] if rows else None
 
-    def count(self, name: str, params: Params = None) -> int:
-        """Rows changed by a write query (RETURNING-free)."""
+    def execute(self, name: str, params: Params = None) -> None:
         self._cursor.execute(self._queries[name], params or {})
-        return int(self._cursor.rowcount)
 
     def sql(self, sql: str, params: Params = None) -> list[Row]:
         cursor = self._cursor
         cursor.execute(sql, params or {})
+        try:
+            rows = cursor.fetchall()
+        except self._no_result:
+            return []
         if cursor.description is None:
             return []
         names = [column[0] for column in cursor.description]
-        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        return [dict(zip(names, row, strict=True)) for row in rows]
 
     def executemany(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
         if rows:
@@ -68,21 +86,31 @@ class Database:
     url: str
 
     @contextmanager
-    def transaction(self, *, write: bool = True, repeatable_read: bool = False) -> Iterator[Tx]:
+    def transaction(self, *, write: bool = True, durable: bool = True) -> Iterator[Tx]:
+        """``durable=False`` lets PostgreSQL acknowledge the commit before its WAL reaches the disk:
+        for writes whose loss in a crash is harmless (a heartbeat), never for grants or batches."""
         raise NotImplementedError
         yield  # pragma: no cover
 
-    def retrying(self, work: Callable[[Tx], T], *, attempts: int = 20, repeatable_read: bool = False) -> T:
+    def retrying(
+        self,
+        work: Callable[[Tx], T],
+        *,
+        attempts: int = 20,
+        durable: bool = True,
+    ) -> T:
         """Run ``work`` in a transaction, again from the start when it lost a race to another one."""
-        for attempt in range(attempts):
-            try:
-                with self.transaction(repeatable_read=repeatable_read) as tx:
-                    return work(tx)
-            except RetryableConflict:
-                if attempt == attempts - 1:
-                    raise
-                time.sleep(min(0.05, 0.0005 * 2**attempt))
-        raise AssertionError("unreachable")
+
+        def attempt() -> T:
+            with self.transaction(durable=durable) as tx:
+                return work(tx)
+
+        return retry_conflicts(attempt, attempts)
+
+    def once(self, name: str, params: Params = None, *, durable: bool = True) -> list[Row]:
+        """One statement as its own transaction (on PostgreSQL in a single round trip)."""
+        with self.transaction(durable=durable) as tx:
+            return tx.run(name, params)
 
     def close(self) -> None:
         raise NotImplementedError
@@ -101,30 +129,60 @@ class PostgresDatabase(Database):
             url,
             min_size=1,
             max_size=max_connections,
-            kwargs={"autocommit": True},
+            # Prepared at first use: planning the lease pick costs more than running it.
+            kwargs={"autocommit": True, "prepare_threshold": 0},
             open=True,
             name="usenet-indexer",
         )
 
     @contextmanager
-    def transaction(self, *, write: bool = True, repeatable_read: bool = False) -> Iterator[Tx]:
+    def _connection(self) -> Iterator[Any]:
+        """A pooled connection; whatever goes wrong, it goes back out of any transaction, and a lost
+        race comes out as RetryableConflict."""
         errors = self._psycopg.errors
-        with self._pool.connection() as conn, conn.cursor() as cursor:
-            cursor.execute("BEGIN ISOLATION LEVEL REPEATABLE READ" if repeatable_read else "BEGIN")
+        idle = self._psycopg.pq.TransactionStatus.IDLE
+        with self._pool.connection() as conn:
             try:
-                yield Tx("postgresql", cursor)
+                yield conn
             except BaseException as error:
-                if not conn.closed:
-                    # A broken connection cannot roll back; the pool discards it on return.
+                if not conn.closed and conn.info.transaction_status != idle:
+                    # psycopg's rollback, not a ROLLBACK statement: it also forgets the statements it
+                    # prepared, whose PREPARE an aborted pipeline may have skipped ("prepared
+                    # statement _pg3_0 does not exist" on the next use otherwise). A broken
+                    # connection cannot roll back; the pool discards it on return.
                     with suppress(errors.Error):
-                        cursor.execute("ROLLBACK")
+                        conn.rollback()
                 if isinstance(error, errors.SerializationFailure | errors.DeadlockDetected):
                     raise RetryableConflict(str(error)) from error
                 raise
+
+    @staticmethod
+    def _begin(cursor: Any, durable: bool) -> None:
+        cursor.execute("BEGIN")
+        if not durable:
+            cursor.execute("SET LOCAL synchronous_commit TO off")
+
+    @contextmanager
+    def transaction(self, *, write: bool = True, durable: bool = True) -> Iterator[Tx]:
+        # Leaving the pipeline waits for everything queued, COMMIT included.
+        with self._connection() as conn, conn.pipeline(), conn.cursor() as cursor:
+            self._begin(cursor, durable)
+            yield Tx("postgresql", cursor, self._psycopg.ProgrammingError)
+            cursor.execute("COMMIT")
+
+    def once(self, name: str, params: Params = None, *, durable: bool = True) -> list[Row]:
+        # BEGIN, the statement and COMMIT go out together; the rows are read after. A second cursor
+        # carries the COMMIT so that the first still holds the statement's result.
+        with self._connection() as conn, conn.pipeline(), conn.cursor() as cursor, conn.cursor() as closing:
+            self._begin(cursor, durable)
+            cursor.execute(queries("postgresql")[name], params or {})
+            closing.execute("COMMIT")
             try:
-                cursor.execute("COMMIT")
-            except (errors.SerializationFailure, errors.DeadlockDetected) as error:
-                raise RetryableConflict(str(error)) from error
+                rows = cursor.fetchall()
+            except self._psycopg.ProgrammingError:
+                return []
+            names = [column[0] for column in cursor.description]
+            return [dict(zip(names, row, strict=True)) for row in rows]
 
     def close(self) -> None:
         self._pool.close()
@@ -157,7 +215,7 @@ class SqliteDatabase(Database):
         return conn
 
     @contextmanager
-    def transaction(self, *, write: bool = True, repeatable_read: bool = False) -> Iterator[Tx]:
+    def transaction(self, *, write: bool = True, durable: bool = True) -> Iterator[Tx]:
         conn = self._connection()
         cursor = conn.cursor()
         # A reader in WAL mode sees one snapshot for the whole transaction; a writer takes the lock first.

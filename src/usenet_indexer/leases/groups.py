@@ -59,14 +59,13 @@ class GroupLeases:
         def claim(tx: Tx) -> GroupLease | None:
             for candidate in tx.run("group_lane_candidates", params):
                 key = {**params, "group_id": candidate["group_id"]}
-                # The group row serializes lane claims with range grants (see lease_take): a range
-                # grant that did not see this claim fails on the bumped row and looks again.
-                tx.run("group_for_update", key)
-                tx.run("group_lane_ensure", key)
+                # The group row serializes lane claims with range grants (see lease_take), which
+                # check for a held lane after taking the same lock.
+                tx.execute("group_for_update", key)
+                tx.execute("group_lane_ensure", key)
                 claimed = tx.one("group_lane_claim", key)
                 if claimed is not None:
-                    tx.run("group_bump", key)
-                    tx.run("node_seen", key)
+                    tx.execute("node_seen", key)
                     return GroupLease(
                         group_id=int(candidate["group_id"]),
                         group=str(candidate["name"]),
@@ -77,7 +76,7 @@ class GroupLeases:
                     )
             return None
 
-        return self.db.retrying(claim, repeatable_read=True)
+        return self.db.retrying(claim)
 
     def held(self, tx: Tx, group_id: int, node_id: int, lane: Lane, epoch: int) -> Row:
         row = tx.one("group_lane_get", {"group_id": group_id, "lane": lane})
@@ -109,9 +108,9 @@ class GroupLeases:
         }
 
         def take(tx: Tx) -> RangeLease | None:
-            tx.run("group_for_update", key)
+            tx.execute("group_for_update", key)
             self.held(tx, group_id, node_id, lane, epoch)
-            tx.run("group_lane_heartbeat", {**key, "epoch": epoch})
+            tx.execute("group_lane_heartbeat", {**key, "epoch": epoch})
             pick = tx.one("group_lane_next_range", key)
             if pick is None:
                 return None
@@ -120,16 +119,16 @@ class GroupLeases:
             if int(live["n"]) >= self.ranges.max_per_group:
                 return None
             lease = grant(tx, pick, node_id, self.ttl)
-            tx.run("group_lane_current", {**key, "range_id": lease.range_id})
+            tx.execute("group_lane_current", {**key, "range_id": lease.range_id})
             return lease
 
-        return self.db.retrying(take, repeatable_read=True)
+        return self.db.retrying(take)
 
     def heartbeat(self, group_id: int, node_id: int, lane: str, epoch: int) -> None:
         lane = check_lane(lane)
         with self.db.transaction() as tx:
             self.held(tx, group_id, node_id, lane, epoch)
-            tx.run(
+            tx.execute(
                 "group_lane_heartbeat",
                 {"group_id": group_id, "lane": lane, "node_id": node_id, "epoch": epoch, "ttl": self.ttl},
             )
@@ -138,7 +137,7 @@ class GroupLeases:
         lane = check_lane(lane)
         with self.db.transaction() as tx:
             self.held(tx, group_id, node_id, lane, epoch)
-            tx.run(
+            tx.execute(
                 "group_lane_release", {"group_id": group_id, "lane": lane, "node_id": node_id, "epoch": epoch}
             )
 
@@ -151,7 +150,7 @@ class GroupLeases:
             raise ValueError(f"a snapshot stands at an article > 0 with a size >= 0, not {next} and {size}")
         with self.db.transaction() as tx:
             self.held(tx, group_id, node_id, lane, epoch)
-            tx.run(
+            tx.execute(
                 "group_lane_snapshot",
                 {
                     "group_id": group_id,

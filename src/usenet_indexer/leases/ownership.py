@@ -96,7 +96,7 @@ class OwnershipLeases:
         }
 
         def claim(tx: Tx) -> Claim:
-            tx.run("ownership_ensure", params)
+            tx.execute("ownership_ensure", params)
             row = tx.one("ownership_claim", params)
             if row is not None:
                 self._held[name] = int(row["epoch"])

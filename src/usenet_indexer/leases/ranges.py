@@ -14,7 +14,9 @@ The rules, each from seed 000 unless said otherwise:
   holder waking from a stall would make a third live lease in a group that granted a second meanwhile.
 - All lease arithmetic uses the database's clock.
 
-PostgreSQL grants in one statement at REPEATABLE READ (``lease_take``), SQLite under BEGIN IMMEDIATE.
+PostgreSQL grants in one statement (``lease_take``, a function: see migration 0002 for why), SQLite
+under BEGIN IMMEDIATE. A grant, a lane claim and a lane's next range each lock the group's row first
+and count its live leases after the lock, which is what keeps the cap exact.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from usenet_indexer.db import Database, Row, Tx
+from usenet_indexer.db.database import retry_conflicts
 from usenet_indexer.leases.errors import LeaseLost, RangeError, StaleBatch
 
 Lane = Literal["history", "tail"]
@@ -140,8 +143,8 @@ class RangeLeases:
             "history_allowed": bool(self.history_allowed()),
         }
         if self.db.dialect == "postgresql":
-            row = self.db.retrying(lambda tx: tx.one("lease_take", params), repeatable_read=True)
-            return None if row is None else _lease(row)
+            rows = retry_conflicts(lambda: self.db.once("lease_take", params))
+            return _lease(rows[0]) if rows else None
 
         def take(tx: Tx) -> RangeLease | None:
             pick = tx.one("lease_pick", params)
@@ -164,11 +167,13 @@ class RangeLeases:
 
     def heartbeat(self, range_id: int, node_id: int, epoch: int) -> None:
         params = {"range_id": range_id, "node_id": node_id, "epoch": epoch, "ttl": self.ttl}
-        with self.db.transaction() as tx:
-            if tx.run("range_heartbeat", params):
-                if tx.dialect == "sqlite":
-                    tx.run("node_seen", params)
-                return
+        # Not durable: a heartbeat lost in a crash only brings a takeover a little closer.
+        if self.db.once("range_heartbeat", params, durable=False):
+            if self.db.dialect == "sqlite":  # PostgreSQL's range_heartbeat does this too, in one statement
+                with self.db.transaction() as tx:
+                    tx.execute("node_seen", params)
+            return
+        with self.db.transaction(write=False) as tx:
             reason = explain(tx.one("range_get", params), range_id, node_id, epoch, self.ttl)
         raise LeaseLost(reason or f"range {range_id}: heartbeat refused")
 
@@ -210,11 +215,11 @@ class RangeLeases:
                 )
             key = {"range_id": range_id, "chunk_from": chunk_from}
             before = tx.one("plain_chunk_get", key)
-            tx.run("plain_chunk_report", key)
+            tx.execute("plain_chunk_report", key)
             capture = bool(row["capture"])
             if capture:
                 # Not complete in the corpus any more: the corpus fill fetches the chunk again.
-                tx.run("range_uncapture", key)
+                tx.execute("range_uncapture", key)
             if before is not None and before["fetched_plain_at"] is not None:
                 reason = f"chunk {chunk_from} doesn't inflate, also fetched plain"
                 failed = tx.one("range_fail", {"range_id": range_id, "error": reason})
@@ -230,7 +235,7 @@ class RangeLeases:
     def mark_fetched_plain(self, range_id: int, chunk_from: int) -> None:
         """The prefetcher spooled a plain copy of a chunk reported corrupt."""
         with self.db.transaction() as tx:
-            tx.run("plain_chunk_fetched", {"range_id": range_id, "chunk_from": chunk_from})
+            tx.execute("plain_chunk_fetched", {"range_id": range_id, "chunk_from": chunk_from})
 
     def plain_chunks(self, range_id: int) -> list[int]:
         """Chunks of the range to fetch plain (reported corrupt)."""
@@ -306,7 +311,7 @@ class RangeLeases:
                 {"range_id": range_id, "epoch": epoch, "next_id": to_id + 1, "headers": headers},
             )
             assert advanced is not None
-            tx.run(
+            tx.execute(
                 "batch_log_insert",
                 {
                     "range_id": range_id,
@@ -324,12 +329,12 @@ class RangeLeases:
 
 def grant(tx: Tx, pick: Row, node_id: int, ttl: float) -> RangeLease:
     """Lease the picked range to ``node_id`` (SQLite and group lanes; PostgreSQL's lease_take does
-    the same in one statement): bump its epoch, the group's lease_seq, the node's last seen, the log."""
+    the same in one statement): bump its epoch, the node's last seen, the lease log."""
     granted = tx.one("lease_grant", {"range_id": pick["range_id"], "node_id": node_id})
     assert granted is not None
-    bumped = tx.one("group_bump", {"group_id": granted["group_id"]})
-    assert bumped is not None
-    tx.run("node_seen", {"node_id": node_id})
+    group = tx.one("group_name", {"group_id": granted["group_id"]})
+    assert group is not None
+    tx.execute("node_seen", {"node_id": node_id})
     took_over = pick["prev_status"] == "leased"
     if took_over:
         end_lease(
@@ -339,7 +344,7 @@ def grant(tx: Tx, pick: Row, node_id: int, ttl: float) -> RangeLease:
             float(pick["prev_heartbeat"]) + ttl,
             "expired",
         )
-    tx.run(
+    tx.execute(
         "lease_log_grant",
         {
             "range_id": granted["range_id"],
@@ -350,19 +355,21 @@ def grant(tx: Tx, pick: Row, node_id: int, ttl: float) -> RangeLease:
             "took_over": took_over,
         },
     )
-    return _lease({**granted, "group_name": bumped["name"], "took_over": took_over})
+    return _lease({**granted, "group_name": group["name"], "took_over": took_over})
 
 
 def end_lease(tx: Tx, range_id: int, epoch: int, ended_at: float, reason: str) -> None:
-    tx.run("lease_log_end", {"range_id": range_id, "epoch": epoch, "ended_at": ended_at, "reason": reason})
+    tx.execute(
+        "lease_log_end", {"range_id": range_id, "epoch": epoch, "ended_at": ended_at, "reason": reason}
+    )
 
 
 def count_headers(tx: Tx, row: Row) -> FinishedRange:
     lane = lane_of(int(row["priority"]))
     headers = int(row["headers"])
     counted = {"group_id": row["group_id"], "lane": lane, "headers": headers}
-    tx.run(f"group_count_headers_{lane}", counted)
-    tx.run("group_lane_count_headers", counted)
+    tx.execute(f"group_count_headers_{lane}", counted)
+    tx.execute("group_lane_count_headers", counted)
     return FinishedRange(int(row["id"]), int(row["group_id"]), headers, lane)
 
 

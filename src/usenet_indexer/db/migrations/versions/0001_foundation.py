@@ -33,8 +33,6 @@ def upgrade() -> None:
         # Planning cursors: the next tail article to plan, the lowest article planned for history.
         sa.Column("tail_next", sa.BigInteger(), nullable=True),
         sa.Column("history_low", sa.BigInteger(), nullable=True),
-        # Bumped by every lease granted in the group; see leases/ranges.py (the group cap).
-        sa.Column("lease_seq", sa.BigInteger(), nullable=False, server_default="0"),
         sa.Column("headers_history", sa.BigInteger(), nullable=False, server_default="0"),
         sa.Column("headers_tail", sa.BigInteger(), nullable=False, server_default="0"),
         sa.Column("error", sa.Text(), nullable=True),

@@ -9,8 +9,8 @@ WHERE id = :range_id
 RETURNING id AS range_id, group_id, start_id, end_id, next_id, epoch, priority, rule_version,
           leased_at AS granted_at
 
--- name: group_bump
-UPDATE groups SET lease_seq = lease_seq + 1 WHERE id = :group_id RETURNING name
+-- name: group_name
+SELECT name FROM groups WHERE id = :group_id
 
 -- name: node_seen
 UPDATE nodes SET last_seen_at = {now}

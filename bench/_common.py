@@ -1,0 +1,57 @@
+"""Shared by the benchmarks: throw-away databases, percentiles, the closing JSON line."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import tempfile
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from usenet_indexer.db import upgrade
+
+PG_ADMIN_URL = os.environ.get("USENET_INDEXER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+@contextmanager
+def postgres_database() -> Iterator[str]:
+    name = f"uibench_{uuid.uuid4().hex[:10]}"
+    base = PG_ADMIN_URL.rpartition("/")[0]
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    url = f"{base}/{name}"
+    try:
+        upgrade(url)
+        yield url
+    finally:
+        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@contextmanager
+def sqlite_database() -> Iterator[str]:
+    with tempfile.TemporaryDirectory(prefix="uibench") as folder:
+        url = f"sqlite:///{Path(folder) / 'bench.db'}"
+        upgrade(url)
+        yield url
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
+
+
+def emit(result: dict[str, Any]) -> None:
+    """The last line of every benchmark: one JSON object (bench/run_all.py collects it)."""
+    sys.stdout.flush()
+    print(json.dumps(result, sort_keys=True), flush=True)
