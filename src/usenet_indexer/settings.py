@@ -54,10 +54,11 @@ class Settings(BaseSettings):
     def _default_database(self) -> Settings:
         if not self.database_url:
             self.database_url = f"sqlite:///{(self.data_dir / 'usenet-indexer.db').as_posix()}"
-        if self.chunk_articles > self.range_articles:
+        if self.range_articles % self.chunk_articles:
+            # Ranges are cut into chunks aligned like the ranges themselves (articles.py).
             raise ValueError(
-                f"chunk_articles ({self.chunk_articles}) must not exceed "
-                f"range_articles ({self.range_articles})"
+                f"range_articles ({self.range_articles}) must be a multiple of "
+                f"chunk_articles ({self.chunk_articles})"
             )
         return self
 

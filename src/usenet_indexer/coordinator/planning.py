@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from usenet_indexer.articles import aligned
+
 TAIL_PRIORITY = -10
 STORED_PRIORITY = -5  # ranges re-indexed from the corpus: ahead of history, behind the tail
 
@@ -44,17 +46,6 @@ class PlanSizes:
 
 def history_priority(start: int, sizes: PlanSizes) -> int:
     return start // sizes.era_articles
-
-
-def aligned(first: int, last: int, size: int) -> list[tuple[int, int]]:
-    """``[first, last]`` cut at multiples of ``size``, in ascending order."""
-    spans: list[tuple[int, int]] = []
-    start = first
-    while start <= last:
-        end = min(last, (start // size + 1) * size - 1)
-        spans.append((start, end))
-        start = end + 1
-    return spans
 
 
 def backfill_target(low: int, high: int, backfill_articles: int | None) -> int:

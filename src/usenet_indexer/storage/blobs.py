@@ -1,0 +1,142 @@
+"""Where spool, corpus and snapshots keep their bytes: a key–value store of immutable blobs.
+
+One interface, so that a deployment with several coordinators can put all three in object storage
+(the corpus of a large indexer is terabytes) while one machine keeps them in its data directory.
+Keys are ``/``-separated names built by the callers from validated integers and group names only;
+``check_key`` refuses anything else before it can touch a filesystem.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Protocol
+
+_KEY_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9+_.\-]{0,199}$")
+
+
+class BlobError(Exception):
+    pass
+
+
+def check_key(key: str) -> str:
+    parts = key.split("/")
+    if not parts or any(not _KEY_PART.match(p) or p in (".", "..") or ".." in p for p in parts):
+        raise BlobError(f"not a storage key: {key!r}")
+    return key
+
+
+class BlobStore(Protocol):
+    def put(self, key: str, data: bytes) -> None:
+        """Store ``data`` under ``key`` atomically: a reader sees all of it or nothing."""
+
+    def put_stream(self, key: str, pieces: Iterable[bytes], *, max_bytes: int) -> int:
+        """Store the concatenated pieces atomically; more than ``max_bytes`` raises BlobError and
+        leaves nothing behind. Returns the size."""
+
+    def get(self, key: str) -> bytes | None:
+        """The blob, or None when there is none."""
+
+    def open(self, key: str, piece_size: int = 1 << 20) -> tuple[int, Iterator[bytes]] | None:
+        """The blob's size and its bytes in pieces, or None."""
+
+    def exists(self, key: str) -> bool: ...
+
+    def delete(self, key: str) -> None:
+        """Remove the blob if it is there."""
+
+    def delete_prefix(self, prefix: str) -> None:
+        """Remove every blob under ``prefix/``."""
+
+    def list(self, prefix: str) -> list[str]:
+        """Keys directly or indirectly under ``prefix/``, sorted."""
+
+    def size(self, prefix: str) -> int:
+        """Total bytes under ``prefix/``."""
+
+
+class LocalBlobStore:
+    """Blobs as files under ``root``, written to a temporary file and renamed into place."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def _path(self, key: str) -> Path:
+        return self.root / check_key(key)
+
+    def put(self, key: str, data: bytes) -> None:
+        self.put_stream(key, [data], max_bytes=len(data))
+
+    def put_stream(self, key: str, pieces: Iterable[bytes], *, max_bytes: int) -> int:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        size = 0
+        try:
+            with os.fdopen(fd, "wb") as out:
+                for piece in pieces:
+                    size += len(piece)
+                    if size > max_bytes:
+                        raise BlobError(f"{key}: more than {max_bytes} bytes")
+                    out.write(piece)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(temp, path)
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise
+        return size
+
+    def get(self, key: str) -> bytes | None:
+        try:
+            return self._path(key).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def open(self, key: str, piece_size: int = 1 << 20) -> tuple[int, Iterator[bytes]] | None:
+        path = self._path(key)
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            return None
+
+        def pieces() -> Iterator[bytes]:
+            # Opened when read, not when asked for: a caller that only wanted the size leaks nothing.
+            try:
+                handle = path.open("rb")
+            except FileNotFoundError:
+                raise BlobError(f"{key} was removed while being read") from None
+            with handle:
+                while piece := handle.read(piece_size):
+                    yield piece
+
+        return size, pieces()
+
+    def exists(self, key: str) -> bool:
+        return self._path(key).is_file()
+
+    def delete(self, key: str) -> None:
+        self._path(key).unlink(missing_ok=True)
+
+    def delete_prefix(self, prefix: str) -> None:
+        shutil.rmtree(self._path(prefix), ignore_errors=True)
+
+    def list(self, prefix: str) -> list[str]:
+        base = self._path(prefix)
+        if not base.is_dir():
+            return []
+        return sorted(
+            f"{prefix}/{p.relative_to(base).as_posix()}"
+            for p in base.rglob("*")
+            if p.is_file() and not p.name.startswith(".tmp-")
+        )
+
+    def size(self, prefix: str) -> int:
+        base = self._path(prefix)
+        if not base.is_dir():
+            return 0
+        return sum(p.stat().st_size for p in base.rglob("*") if p.is_file())

@@ -1,0 +1,35 @@
+"""Group lanes' window snapshots: one per group and lane, replaced atomically by each PUT."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from usenet_indexer.storage.blobs import BlobStore
+
+ROOT = "snapshots"
+
+
+class Snapshots:
+    def __init__(self, blobs: BlobStore, max_bytes: int) -> None:
+        self.blobs = blobs
+        self.max_bytes = max_bytes
+
+    @staticmethod
+    def key(group_id: int, lane: str, next_article: int) -> str:
+        # The article in the name: a new snapshot never overwrites the one the store still points to.
+        if lane not in ("history", "tail"):
+            raise ValueError(f"lane: history or tail, not {lane!r}")
+        return f"{ROOT}/{int(group_id)}/{lane}-{int(next_article):012d}"
+
+    def write(self, group_id: int, lane: str, next_article: int, pieces: Iterable[bytes]) -> tuple[str, int]:
+        key = self.key(group_id, lane, next_article)
+        return key, self.blobs.put_stream(key, pieces, max_bytes=self.max_bytes)
+
+    def open(self, location: str) -> tuple[int, Iterator[bytes]] | None:
+        return self.blobs.open(location)
+
+    def prune(self, group_id: int, lane: str, keep: str) -> None:
+        """Older snapshots of the lane, once the store points to ``keep``."""
+        for key in self.blobs.list(f"{ROOT}/{int(group_id)}"):
+            if key != keep and key.split("/")[-1].startswith(f"{lane}-"):
+                self.blobs.delete(key)

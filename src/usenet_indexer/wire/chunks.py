@@ -1,0 +1,65 @@
+"""A stored chunk: one span's overview, compressed, with a tag saying how.
+
+The prefetcher keeps a compressed reply as the server sent it (XZVER is raw deflate, XFEATURE
+COMPRESS GZIP a zlib or gzip stream) and deflates a plain one itself; a worker must know which it got.
+Sniffing is not safe (raw deflate can begin like a zlib header), so the chunk says it::
+
+    b"UIC" | u8 format (1 zlib, 2 gzip, 3 raw deflate) | compressed bytes
+
+``inflate_chunk`` is where a damaged chunk is found: ChunkError sends it down the corrupt path.
+"""
+
+from __future__ import annotations
+
+import enum
+import zlib
+
+MAGIC = b"UIC"
+HEADER = len(MAGIC) + 1
+DEFAULT_MAX_INFLATED = 512 << 20  # 20,000 overview lines are ~10 MB; far past that is not overview
+
+
+class ChunkFormat(enum.IntEnum):
+    ZLIB = 1
+    GZIP = 2
+    RAW_DEFLATE = 3
+
+
+_WBITS = {ChunkFormat.ZLIB: 15, ChunkFormat.GZIP: 31, ChunkFormat.RAW_DEFLATE: -15}
+
+
+class ChunkError(ValueError):
+    """The chunk does not inflate: cut short, damaged, or not a chunk at all."""
+
+
+def pack_chunk(fmt: ChunkFormat, compressed: bytes) -> bytes:
+    return MAGIC + bytes([fmt]) + compressed
+
+
+def deflate_plain(overview: bytes, level: int = 6) -> bytes:
+    """A plain reply's overview, compressed here for the spool."""
+    return pack_chunk(ChunkFormat.ZLIB, zlib.compress(overview, level))
+
+
+def chunk_format(data: bytes) -> ChunkFormat:
+    if len(data) < HEADER or data[: len(MAGIC)] != MAGIC:
+        raise ChunkError("not a stored chunk (no UIC header)")
+    try:
+        return ChunkFormat(data[len(MAGIC)])
+    except ValueError:
+        raise ChunkError(f"unknown chunk format {data[len(MAGIC)]}") from None
+
+
+def inflate_chunk(data: bytes | memoryview, max_size: int = DEFAULT_MAX_INFLATED) -> bytes:
+    """The chunk's overview bytes; ChunkError when it is not whole and sound."""
+    fmt = chunk_format(bytes(data[:HEADER]))
+    inflater = zlib.decompressobj(_WBITS[fmt])
+    try:
+        out = inflater.decompress(memoryview(data)[HEADER:], max_size)
+    except zlib.error as error:
+        raise ChunkError(f"chunk does not inflate ({fmt.name.lower()}): {error}") from None
+    if inflater.unconsumed_tail:
+        raise ChunkError(f"chunk inflates to more than {max_size} bytes")
+    if not inflater.eof:
+        raise ChunkError(f"chunk is cut short ({fmt.name.lower()} stream has no end)")
+    return out
