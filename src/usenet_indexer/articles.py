@@ -1,8 +1,23 @@
-"""Article-number arithmetic shared by planning, the spool and the stream. Pure."""
+"""Newsgroup names and article-number arithmetic shared by planning, storage and the stream. Pure."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+# RFC 3977 group names without wildmat characters: letters, digits, + - _ and dots. A name also
+# becomes part of a storage key, so nothing else may pass.
+GROUP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9+_\-]*(\.[A-Za-z0-9+_\-]+)*$")
+
+
+class GroupNameError(ValueError):
+    pass
+
+
+def check_group_name(name: str) -> str:
+    if len(name) > 200 or not GROUP_NAME.match(name):
+        raise GroupNameError(f"not a newsgroup name: {name!r} (letters, digits, + - _ and dots)")
+    return name
 
 
 def aligned(first: int, last: int, size: int) -> list[tuple[int, int]]:

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
+from usenet_indexer.articles import GroupNameError, check_group_name
 from usenet_indexer.coordinator.planning import PlanCursor, PlannedRange, PlanSizes, plan_ranges
 from usenet_indexer.db import Database, Row
-
-# RFC 3977 wildmat-free group names: letters, digits and + - _ . (a name also becomes a path later).
-GROUP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9+_\-]*(\.[A-Za-z0-9+_\-]+)*$")
 
 
 class GroupError(ValueError):
@@ -30,19 +27,16 @@ class GroupSummary:
     articles: dict[str, int] = field(default_factory=dict)
 
 
-def check_group_name(name: str) -> str:
-    if len(name) > 200 or not GROUP_NAME.match(name):
-        raise GroupError(f"not a newsgroup name: {name!r} (letters, digits, + - _ and dots)")
-    return name
-
-
 class Groups:
     def __init__(self, db: Database, sizes: PlanSizes) -> None:
         self.db = db
         self.sizes = sizes
 
     def add(self, name: str, *, backfill_articles: int | None = None, capture: bool = False) -> int:
-        check_group_name(name)
+        try:
+            check_group_name(name)
+        except GroupNameError as error:
+            raise GroupError(str(error)) from None
         if backfill_articles is not None and backfill_articles < 0:
             raise GroupError(f"--backfill-articles is a count of articles >= 0, not {backfill_articles}")
         with self.db.transaction() as tx:
