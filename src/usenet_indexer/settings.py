@@ -46,6 +46,15 @@ class Settings(BaseSettings):
     era_articles: int = Field(default=10_000_000, ge=1)
     tail_min_articles: int = Field(default=10_000, ge=1)
 
+    # The chunk stream and what workers send.
+    stream_chunk_wait_seconds: float = Field(
+        default=3600.0, gt=0, description="Give up on a chunk after this"
+    )
+    stream_keepalive_seconds: float = Field(default=20.0, gt=0)
+    batch_max_bytes: int = Field(default=64 << 20, ge=1024, description="Cap on a posted batch, compressed")
+    batch_max_inflated_bytes: int = Field(default=768 << 20, ge=1024, description="… and inflated")
+    snapshot_max_bytes: int = Field(default=1 << 30, ge=1024)
+
     # The coordinator's HTTP server.
     host: str = "127.0.0.1"
     port: int = Field(default=8710, ge=0, le=65535)

@@ -12,6 +12,10 @@ from usenet_indexer.db import Database, connect, upgrade
 from usenet_indexer.leases.groups import GroupLeases
 from usenet_indexer.leases.ranges import RangeLeases
 from usenet_indexer.settings import Settings
+from usenet_indexer.storage.blobs import BlobStore, LocalBlobStore
+from usenet_indexer.storage.corpus import Corpus
+from usenet_indexer.storage.snapshots import Snapshots
+from usenet_indexer.storage.spool import Spool
 
 
 @dataclass
@@ -23,6 +27,10 @@ class Services:
     lanes: GroupLeases
     nodes: Nodes
     groups: Groups
+    blobs: BlobStore
+    spool: Spool
+    corpus: Corpus
+    snapshots: Snapshots
 
     def close(self) -> None:
         self.db.close()
@@ -42,6 +50,7 @@ def open_services(settings: Settings, *, migrate: bool = True, max_connections: 
         history_allowed=space.history_allowed,
     )
     sizes = PlanSizes(settings.range_articles, settings.era_articles, settings.tail_min_articles)
+    blobs = LocalBlobStore(settings.data_dir / "blobs")
     return Services(
         settings=settings,
         db=db,
@@ -50,4 +59,8 @@ def open_services(settings: Settings, *, migrate: bool = True, max_connections: 
         lanes=GroupLeases(db, ranges),
         nodes=Nodes(db),
         groups=Groups(db, sizes),
+        blobs=blobs,
+        spool=Spool(blobs),
+        corpus=Corpus(blobs),
+        snapshots=Snapshots(blobs, settings.snapshot_max_bytes),
     )

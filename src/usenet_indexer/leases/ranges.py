@@ -165,6 +165,16 @@ class RangeLeases:
         assert row is not None
         return row
 
+    def check(self, range_id: int, node_id: int, epoch: int) -> Row:
+        """The range (with its group's name) if ``node_id`` holds it at ``epoch``; else LeaseLost."""
+        with self.db.transaction(write=False) as tx:
+            row = tx.one("range_with_group", {"range_id": range_id})
+        reason = explain(row, range_id, node_id, epoch, self.ttl)
+        if reason is not None:
+            raise LeaseLost(reason)
+        assert row is not None
+        return row
+
     def heartbeat(self, range_id: int, node_id: int, epoch: int) -> None:
         params = {"range_id": range_id, "node_id": node_id, "epoch": epoch, "ttl": self.ttl}
         # Not durable: a heartbeat lost in a crash only brings a takeover a little closer.

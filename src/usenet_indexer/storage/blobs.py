@@ -30,7 +30,23 @@ def check_key(key: str) -> str:
     return key
 
 
+class BlobWriter(Protocol):
+    """A blob being written piece by piece (a body streamed in); nothing is visible until commit."""
+
+    def write(self, piece: bytes) -> None:
+        """Append; past the writer's cap raises BlobError (abort follows)."""
+
+    def commit(self) -> int:
+        """Make the blob visible at once; returns its size."""
+
+    def abort(self) -> None:
+        """Forget everything written."""
+
+
 class BlobStore(Protocol):
+    def writer(self, key: str, *, max_bytes: int) -> BlobWriter:
+        """A writer for ``key``; see BlobWriter."""
+
     def put(self, key: str, data: bytes) -> None:
         """Store ``data`` under ``key`` atomically: a reader sees all of it or nothing."""
 
@@ -59,6 +75,40 @@ class BlobStore(Protocol):
         """Total bytes under ``prefix/``."""
 
 
+class LocalFileWriter:
+    """A temporary file beside the blob, renamed into place on commit (atomic on one filesystem)."""
+
+    def __init__(self, key: str, path: Path, max_bytes: int) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        self.key, self.path, self.temp, self.max_bytes = key, path, Path(temp), max_bytes
+        self.out = os.fdopen(fd, "wb")
+        self.size = 0
+
+    def write(self, piece: bytes) -> None:
+        self.size += len(piece)
+        if self.size > self.max_bytes:
+            self.abort()
+            raise BlobError(f"{self.key}: more than {self.max_bytes} bytes")
+        self.out.write(piece)
+
+    def commit(self) -> int:
+        try:
+            self.out.flush()
+            os.fsync(self.out.fileno())
+            self.out.close()
+            os.replace(self.temp, self.path)
+        except BaseException:
+            self.abort()
+            raise
+        return self.size
+
+    def abort(self) -> None:
+        if not self.out.closed:
+            self.out.close()
+        self.temp.unlink(missing_ok=True)
+
+
 class LocalBlobStore:
     """Blobs as files under ``root``, written to a temporary file and renamed into place."""
 
@@ -68,28 +118,21 @@ class LocalBlobStore:
     def _path(self, key: str) -> Path:
         return self.root / check_key(key)
 
+    def writer(self, key: str, *, max_bytes: int) -> LocalFileWriter:
+        return LocalFileWriter(key, self._path(key), max_bytes)
+
     def put(self, key: str, data: bytes) -> None:
         self.put_stream(key, [data], max_bytes=len(data))
 
     def put_stream(self, key: str, pieces: Iterable[bytes], *, max_bytes: int) -> int:
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-        size = 0
+        writer = self.writer(key, max_bytes=max_bytes)
         try:
-            with os.fdopen(fd, "wb") as out:
-                for piece in pieces:
-                    size += len(piece)
-                    if size > max_bytes:
-                        raise BlobError(f"{key}: more than {max_bytes} bytes")
-                    out.write(piece)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(temp, path)
+            for piece in pieces:
+                writer.write(piece)
         except BaseException:
-            Path(temp).unlink(missing_ok=True)
+            writer.abort()
             raise
-        return size
+        return writer.commit()
 
     def get(self, key: str) -> bytes | None:
         try:

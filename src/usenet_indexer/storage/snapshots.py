@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from usenet_indexer.storage.blobs import BlobStore
+from usenet_indexer.storage.blobs import BlobStore, BlobWriter
 
 ROOT = "snapshots"
 
@@ -24,6 +24,10 @@ class Snapshots:
     def write(self, group_id: int, lane: str, next_article: int, pieces: Iterable[bytes]) -> tuple[str, int]:
         key = self.key(group_id, lane, next_article)
         return key, self.blobs.put_stream(key, pieces, max_bytes=self.max_bytes)
+
+    def writer(self, group_id: int, lane: str, next_article: int) -> tuple[str, BlobWriter]:
+        key = self.key(group_id, lane, next_article)
+        return key, self.blobs.writer(key, max_bytes=self.max_bytes)
 
     def open(self, location: str) -> tuple[int, Iterator[bytes]] | None:
         return self.blobs.open(location)

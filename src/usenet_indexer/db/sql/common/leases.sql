@@ -27,6 +27,10 @@ WHERE range_id = :range_id AND epoch = :epoch AND ended_at IS NULL
 -- name: range_get
 SELECT r.*, {now} AS now FROM ranges r WHERE r.id = :range_id
 
+-- name: range_with_group
+SELECT r.*, g.name AS group_name, {now} AS now FROM ranges r JOIN groups g ON g.id = r.group_id
+WHERE r.id = :range_id
+
 -- name: range_done
 UPDATE ranges SET status = 'done', done_at = {now}, heartbeat_at = {now}, node_id = NULL
 WHERE id = :range_id

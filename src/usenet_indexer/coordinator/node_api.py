@@ -1,0 +1,299 @@
+"""The edge workers' API (seed 002): a lease, the range's chunks as one stream, results per batch, the
+end of the range; group lanes with their window snapshots. Every call that acts on a lease names its
+epoch; a lease lost (taken over, finished, released, expired) is 409 with the reason.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Query, Request, Response
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, Field
+
+from usenet_indexer.articles import ChunkSpan, chunk_spans
+from usenet_indexer.coordinator.nodes import NodeDisabled, Unauthorized
+from usenet_indexer.coordinator.services import Services
+from usenet_indexer.leases.errors import LeaseLost, RangeError
+from usenet_indexer.leases.groups import BadLane, check_lane
+from usenet_indexer.leases.ranges import RangeLease
+from usenet_indexer.logs import get_logger
+from usenet_indexer.storage.blobs import BlobError
+from usenet_indexer.storage.corpus import CorpusRange
+from usenet_indexer.wire.frames import STREAM_HEADER, encode_end, encode_frame_parts, encode_keepalive
+
+log = get_logger(__name__)
+
+MAX_ID = 2**63 - 1
+Id = Annotated[int, Path(ge=1, le=MAX_ID)]
+Epoch = Annotated[int, Query(ge=1, le=MAX_ID, description="The lease's epoch (fencing token)")]
+LaneParam = Annotated[str, Query(description="history or tail")]
+POLL_SECONDS = 0.5
+
+
+class CorruptReport(BaseModel):
+    model_config = {"extra": "forbid"}
+    chunk_from: int = Field(alias="from", ge=0, le=MAX_ID)
+
+
+def lease_body(lease: RangeLease) -> dict[str, Any]:
+    return {
+        "range": {
+            "id": lease.range_id,
+            "group": lease.group,
+            "group_id": lease.group_id,
+            "start": lease.start,
+            "end": lease.end,
+            "next": lease.next,
+            "epoch": lease.epoch,
+            "lane": lease.lane,
+            "took_over": lease.took_over,
+        },
+        "rule_version": lease.rule_version,
+    }
+
+
+def authenticated_node(request: Request) -> int:
+    """The node whose bearer token the request carries: 401 without a valid one, 403 when disabled."""
+    services: Services = request.app.state.services
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    try:
+        if scheme.lower() != "bearer":
+            raise Unauthorized("a node token is needed: `Authorization: Bearer uin_…`")
+        return services.nodes.authenticate(token.strip())
+    except Unauthorized as error:
+        raise HTTPException(401, str(error), headers={"WWW-Authenticate": "Bearer"}) from None
+    except NodeDisabled as error:
+        raise HTTPException(403, str(error)) from None
+
+
+Node = Annotated[int, Depends(authenticated_node)]
+
+
+def node_router(services: Services) -> APIRouter:
+    settings = services.settings
+    router = APIRouter(prefix="/api/v1/node", tags=["node"])
+
+    @router.post("/lease", responses={204: {"description": "No range to lease now"}})
+    def lease(node_id: Node) -> Any:
+        granted = services.ranges.lease(node_id)
+        if granted is None:
+            return Response(status_code=204)
+        log.info(
+            "lease.granted",
+            node=node_id,
+            range=granted.range_id,
+            epoch=granted.epoch,
+            took_over=granted.took_over,
+        )
+        return lease_body(granted)
+
+    @router.post("/ranges/{range_id}/heartbeat")
+    def heartbeat(range_id: Id, epoch: Epoch, node_id: Node) -> dict[str, bool]:
+        services.ranges.heartbeat(range_id, node_id, epoch)
+        return {"ok": True}
+
+    @router.post("/ranges/{range_id}/finish")
+    def finish(range_id: Id, epoch: Epoch, node_id: Node) -> dict[str, Any]:
+        done = services.ranges.finish(range_id, node_id, epoch)
+        services.spool.remove(range_id)
+        return {"ok": True, "headers": done.headers}
+
+    @router.post("/ranges/{range_id}/release")
+    def release(range_id: Id, epoch: Epoch, node_id: Node) -> dict[str, bool]:
+        services.ranges.release(range_id, node_id, epoch)
+        return {"ok": True}
+
+    @router.post("/ranges/{range_id}/corrupt")
+    def corrupt(range_id: Id, epoch: Epoch, report: CorruptReport, node_id: Node) -> dict[str, Any]:
+        row = services.ranges.check(range_id, node_id, epoch)
+        outcome = services.ranges.corrupt(range_id, node_id, epoch, report.chunk_from)
+        for span in chunk_spans(int(row["start_id"]), int(row["end_id"]), settings.chunk_articles):
+            if span.first == report.chunk_from:
+                services.spool.remove_chunk(range_id, span)
+                if outcome.capture:
+                    where = CorpusRange(str(row["group_name"]), int(row["start_id"]), int(row["end_id"]))
+                    services.corpus.remove_chunk(where, span)
+        log.warning("range.corrupt", range=range_id, chunk=report.chunk_from, failed=outcome.failed)
+        return {"ok": True, "failed": outcome.failed, "reason": outcome.reason}
+
+    @router.get("/ranges/{range_id}/stream", response_class=StreamingResponse)
+    def stream(range_id: Id, epoch: Epoch, node_id: Node) -> StreamingResponse:
+        row = services.ranges.check(range_id, node_id, epoch)
+        start, end, resume = int(row["start_id"]), int(row["end_id"]), int(row["next_id"])
+        spans = chunk_spans(start, end, settings.chunk_articles, resume)
+        corpus = CorpusRange(str(row["group_name"]), start, end) if row["capture"] else None
+        return StreamingResponse(
+            frames(services, range_id, node_id, epoch, spans, corpus),
+            media_type="application/octet-stream",
+        )
+
+    # -- group lanes ----------------------------------------------------------------------------
+
+    @router.post("/groups/lease", responses={204: {"description": "No lane to lease now"}})
+    def lease_group(lane: LaneParam, node_id: Node) -> Any:
+        granted = services.lanes.lease(node_id, lane)
+        if granted is None:
+            return Response(status_code=204)
+        return {
+            "group": {
+                "id": granted.group_id,
+                "name": granted.group,
+                "lane": granted.lane,
+                "epoch": granted.epoch,
+            },
+            "snapshot": None
+            if granted.snapshot_next is None
+            else {"next": granted.snapshot_next, "size": granted.snapshot_size},
+        }
+
+    @router.post("/groups/{group_id}/next", responses={204: {"description": "Nothing left in the lane now"}})
+    def next_range(group_id: Id, lane: LaneParam, epoch: Epoch, node_id: Node) -> Any:
+        granted = services.lanes.next(group_id, node_id, lane, epoch)
+        if granted is None:
+            return Response(status_code=204)
+        return lease_body(granted)
+
+    @router.post("/groups/{group_id}/heartbeat")
+    def group_heartbeat(group_id: Id, lane: LaneParam, epoch: Epoch, node_id: Node) -> dict[str, bool]:
+        services.lanes.heartbeat(group_id, node_id, lane, epoch)
+        return {"ok": True}
+
+    @router.post("/groups/{group_id}/release")
+    def release_group(group_id: Id, lane: LaneParam, epoch: Epoch, node_id: Node) -> dict[str, bool]:
+        services.lanes.release(group_id, node_id, lane, epoch)
+        return {"ok": True}
+
+    @router.put("/groups/{group_id}/snapshot")
+    async def put_snapshot(
+        group_id: Id,
+        lane: LaneParam,
+        epoch: Epoch,
+        request: Request,
+        node_id: Node,
+        next: Annotated[int, Query(ge=1, le=MAX_ID, description="The article the window stands at")],
+    ) -> dict[str, Any]:
+        lane = check_lane(lane)
+        await run(services.lanes.heartbeat, group_id, node_id, lane, epoch)
+        # Streamed to storage as it arrives, then recorded under the lane's epoch: a holder that lost
+        # the lane meanwhile writes a blob nobody points to, and the next PUT's prune removes it.
+        location, writer = services.snapshots.writer(group_id, lane, next)
+        try:
+            async for piece in request.stream():
+                writer.write(piece)
+        except BlobError as error:
+            raise HTTPException(413, f"snapshot over the {settings.snapshot_max_bytes}-byte cap") from error
+        except BaseException:
+            writer.abort()
+            raise
+        size = await run(writer.commit)
+        await run(
+            services.lanes.record_snapshot,
+            group_id,
+            node_id,
+            lane,
+            epoch,
+            next=next,
+            size=size,
+            location=location,
+        )
+        await run(services.snapshots.prune, group_id, lane, location)
+        return {"ok": True, "next": next, "size": size}
+
+    @router.get("/groups/{group_id}/snapshot", response_class=StreamingResponse)
+    def get_snapshot(group_id: Id, lane: LaneParam, epoch: Epoch, node_id: Node) -> Response:
+        snapshot = services.lanes.snapshot(group_id, node_id, lane, epoch)
+        opened = None if snapshot is None else services.snapshots.open(snapshot.location)
+        if snapshot is None or opened is None:
+            return JSONResponse({"error": "no snapshot"}, status_code=404)
+        size, pieces = opened
+        return StreamingResponse(
+            pieces,
+            media_type="application/octet-stream",
+            headers={"Content-Length": str(size), "X-Snapshot-Next": str(snapshot.next)},
+        )
+
+    return router
+
+
+def frames(
+    services: Services,
+    range_id: int,
+    node_id: int,
+    epoch: int,
+    spans: list[ChunkSpan],
+    corpus: CorpusRange | None,
+) -> Iterator[bytes | memoryview]:
+    """The range's chunks from its resume point, each from the corpus or the spool.
+
+    Both are polled while waiting: the corpus fill may store a chunk in the corpus only, and a stream
+    that looked at the corpus once, before that store, waited the whole hour on the spool (three
+    groups, seed 002). While waiting, a keepalive frame (and a heartbeat) every so often: an HTTP client
+    gives up on a quiet body. A stream that gives up ends without its END frame, which the worker's
+    decoder reports.
+    """
+    settings = services.settings
+    yield STREAM_HEADER
+    for span in spans:
+        give_up = time.monotonic() + settings.stream_chunk_wait_seconds
+        quiet_since = time.monotonic()
+        while (data := read_chunk(services, range_id, span, corpus)) is None:
+            if time.monotonic() > give_up:
+                log.error("stream.timeout", range=range_id, chunk=span.first)
+                return
+            if time.monotonic() - quiet_since >= settings.stream_keepalive_seconds:
+                quiet_since = time.monotonic()
+                yield encode_keepalive()
+                if not heartbeat(services, range_id, node_id, epoch):
+                    return
+            time.sleep(POLL_SECONDS)
+        yield from encode_frame_parts(span.first, span.last, data)
+        # Streaming keeps the lease alive.
+        if not heartbeat(services, range_id, node_id, epoch):
+            return
+    yield encode_end()
+
+
+def read_chunk(
+    services: Services, range_id: int, span: ChunkSpan, corpus: CorpusRange | None
+) -> bytes | None:
+    try:
+        if corpus is not None and (data := services.corpus.read(corpus, span)) is not None:
+            return data
+        return services.spool.read(range_id, span)
+    except BlobError:
+        return None
+
+
+def heartbeat(services: Services, range_id: int, node_id: int, epoch: int) -> bool:
+    try:
+        services.ranges.heartbeat(range_id, node_id, epoch)
+    except LeaseLost as lost:
+        log.warning("stream.lease_lost", range=range_id, reason=lost.reason)
+        return False
+    return True
+
+
+async def run(function: Any, *args: Any, **kwargs: Any) -> Any:
+    from starlette.concurrency import run_in_threadpool
+
+    return await run_in_threadpool(function, *args, **kwargs)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """The lease engine's errors as HTTP: 409 lease lost, 400 impossible numbers or a bad lane."""
+
+    @app.exception_handler(LeaseLost)
+    async def lease_lost(request: Request, error: LeaseLost) -> JSONResponse:
+        return JSONResponse({"error": error.reason}, status_code=409)
+
+    @app.exception_handler(RangeError)
+    async def range_error(request: Request, error: RangeError) -> JSONResponse:
+        return JSONResponse({"error": str(error)}, status_code=400)
+
+    @app.exception_handler(BadLane)
+    async def bad_lane(request: Request, error: BadLane) -> JSONResponse:
+        return JSONResponse({"error": str(error)}, status_code=400)

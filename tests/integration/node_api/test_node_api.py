@@ -1,0 +1,252 @@
+"""The node API over HTTP (in-process ASGI): leases, the stream, lanes, snapshots, errors."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.support.store import TTL, backdate
+from usenet_indexer.articles import chunk_spans
+from usenet_indexer.coordinator.services import Services
+from usenet_indexer.wire.chunks import deflate_plain, inflate_chunk
+from usenet_indexer.wire.frames import FrameDecoder, FrameError, FrameType
+
+API = "/api/v1/node"
+
+
+def plan(services: Services, high: int = 999) -> None:
+    services.groups.add("alt.binaries.test")
+    services.groups.plan("alt.binaries.test", 1, high)
+
+
+def lease(client: TestClient, auth: dict[str, str]) -> dict[str, int]:
+    response = client.post(f"{API}/lease", headers=auth)
+    assert response.status_code == 200, response.text
+    return response.json()["range"]  # type: ignore[no-any-return]
+
+
+def overview(first: int, last: int) -> bytes:
+    return b"".join(
+        b"%d\tsubject %d\tposter\tdate\t<m%d@x>\t\t100\t2\r\n" % (n, n, n) for n in range(first, last + 1)
+    )
+
+
+def decode(body: bytes) -> list[tuple[FrameType, int, int, bytes]]:
+    decoder = FrameDecoder()
+    out = [(f.type, f.first, f.last, bytes(f.data)) for f in decoder.feed(body)]
+    decoder.close()
+    return out
+
+
+@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer nope"}, {"Authorization": "Basic x"}])
+def test_no_or_wrong_token_is_401(client: TestClient, headers: dict[str, str]) -> None:
+    response = client.post(f"{API}/lease", headers=headers)
+    assert response.status_code == 401
+    assert "token" in response.json()["detail"]
+
+
+def test_disabled_node_is_403(client: TestClient, services: Services, auth: dict[str, str]) -> None:
+    services.nodes.set_enabled("edge-1", False)
+    response = client.post(f"{API}/lease", headers=auth)
+    assert response.status_code == 403
+    assert "disabled" in response.json()["detail"]
+
+
+def test_lease_then_204_when_nothing_is_left(
+    client: TestClient, services: Services, auth: dict[str, str]
+) -> None:
+    assert client.post(f"{API}/lease", headers=auth).status_code == 204
+    plan(services)
+    granted = lease(client, auth)
+    assert (granted["start"], granted["end"], granted["next"], granted["epoch"]) == (1, 999, 1, 1)
+    assert client.post(f"{API}/lease", headers=auth).status_code == 204
+
+
+def test_lifecycle_calls_name_the_epoch_and_a_lost_lease_is_409(
+    client: TestClient, services: Services, auth: dict[str, str]
+) -> None:
+    plan(services)
+    granted = lease(client, auth)
+    rid, epoch = granted["id"], granted["epoch"]
+    assert client.post(f"{API}/ranges/{rid}/heartbeat", params={"epoch": epoch}, headers=auth).json() == {
+        "ok": True
+    }
+    wrong = client.post(f"{API}/ranges/{rid}/heartbeat", params={"epoch": epoch + 1}, headers=auth)
+    assert wrong.status_code == 409
+    assert "epoch" in wrong.json()["error"]
+    early = client.post(f"{API}/ranges/{rid}/finish", params={"epoch": epoch}, headers=auth)
+    assert early.status_code == 400
+    assert "not past its end" in early.json()["error"]
+    assert client.post(f"{API}/ranges/{rid}/release", params={"epoch": epoch}, headers=auth).json() == {
+        "ok": True
+    }
+    gone = client.post(f"{API}/ranges/{rid}/heartbeat", params={"epoch": epoch}, headers=auth)
+    assert (gone.status_code, gone.json()) == (409, {"error": f"range {rid} was released"})
+    unknown = client.post(f"{API}/ranges/987654/heartbeat", params={"epoch": 1}, headers=auth)
+    assert (unknown.status_code, unknown.json()) == (409, {"error": "unknown range 987654"})
+
+
+@pytest.mark.parametrize(
+    ("path", "params"),
+    [
+        ("/ranges/0/heartbeat", {"epoch": 1}),
+        ("/ranges/abc/heartbeat", {"epoch": 1}),
+        ("/ranges/1/heartbeat", {"epoch": 0}),
+        ("/ranges/1/heartbeat", {}),
+        ("/ranges/99999999999999999999999/heartbeat", {"epoch": 1}),
+    ],
+)
+def test_malformed_ids_are_4xx(
+    client: TestClient, auth: dict[str, str], path: str, params: dict[str, int]
+) -> None:
+    response = client.post(f"{API}{path}", params=params, headers=auth)
+    assert 400 <= response.status_code < 500
+
+
+def test_stream_sends_spooled_chunks_from_the_resume_point(
+    client: TestClient, services: Services, auth: dict[str, str]
+) -> None:
+    plan(services)
+    granted = lease(client, auth)
+    spans = chunk_spans(granted["start"], granted["end"], services.settings.chunk_articles)
+    for span in spans:
+        services.spool.write(granted["id"], span, deflate_plain(overview(span.first, span.last)))
+    services.ranges.commit_batch(granted["id"], 1, granted["epoch"], 1, 299, 299)
+    response = client.get(
+        f"{API}/ranges/{granted['id']}/stream", params={"epoch": granted["epoch"]}, headers=auth
+    )
+    assert response.status_code == 200
+    frames = decode(response.content)
+    assert [(f[1], f[2]) for f in frames if f[0] == FrameType.CHUNK] == [(s.first, s.last) for s in spans[3:]]
+    assert frames[-1][0] == FrameType.END
+    assert inflate_chunk(frames[0][3]) == overview(300, 399)
+
+
+def test_stream_waits_for_the_spool_with_keepalives(
+    client: TestClient, services: Services, auth: dict[str, str]
+) -> None:
+    plan(services, high=199)
+    granted = lease(client, auth)
+    spans = chunk_spans(granted["start"], granted["end"], services.settings.chunk_articles)
+    services.spool.write(granted["id"], spans[0], deflate_plain(overview(1, 99)))
+
+    def later() -> None:
+        time.sleep(0.7)
+        services.spool.write(granted["id"], spans[1], deflate_plain(overview(100, 199)))
+
+    threading.Thread(target=later).start()
+    response = client.get(
+        f"{API}/ranges/{granted['id']}/stream", params={"epoch": granted["epoch"]}, headers=auth
+    )
+    kinds = [f[0] for f in decode(response.content)]
+    assert kinds[0] == FrameType.CHUNK
+    assert FrameType.KEEPALIVE in kinds
+    assert kinds[-2:] == [FrameType.CHUNK, FrameType.END]
+
+
+def test_stream_gives_up_after_the_wait_without_an_end_frame(
+    client: TestClient, services: Services, auth: dict[str, str]
+) -> None:
+    plan(services, high=99)
+    granted = lease(client, auth)
+    response = client.get(
+        f"{API}/ranges/{granted['id']}/stream", params={"epoch": granted["epoch"]}, headers=auth
+    )
+    decoder = FrameDecoder()
+    decoder.feed(response.content)
+    with pytest.raises(FrameError):
+        decoder.close()
+
+
+def test_stream_of_a_lost_lease_is_409(client: TestClient, services: Services, auth: dict[str, str]) -> None:
+    plan(services)
+    granted = lease(client, auth)
+    backdate(services.db, granted["id"], TTL + 1)
+    response = client.get(
+        f"{API}/ranges/{granted['id']}/stream", params={"epoch": granted["epoch"]}, headers=auth
+    )
+    assert response.status_code == 409
+    assert "expired" in response.json()["error"]
+
+
+def test_corrupt_drops_the_chunk_and_replans(
+    client: TestClient, services: Services, auth: dict[str, str]
+) -> None:
+    plan(services)
+    granted = lease(client, auth)
+    span = chunk_spans(granted["start"], granted["end"], services.settings.chunk_articles)[2]
+    services.spool.write(granted["id"], span, b"UIC\x01garbage")
+    report = client.post(
+        f"{API}/ranges/{granted['id']}/corrupt",
+        params={"epoch": granted["epoch"]},
+        json={"from": span.first},
+        headers=auth,
+    )
+    assert report.status_code == 200
+    assert report.json()["failed"] is False
+    assert not services.spool.has(granted["id"], span)
+    assert services.ranges.plain_chunks(granted["id"]) == [span.first]
+    bad = client.post(
+        f"{API}/ranges/{granted['id']}/corrupt",
+        params={"epoch": granted["epoch"]},
+        json={"from": "x"},
+        headers=auth,
+    )
+    assert bad.status_code in (409, 422)
+
+
+def test_lanes_and_snapshots(client: TestClient, services: Services, auth: dict[str, str]) -> None:
+    plan(services, high=2_999)
+    bad = client.post(f"{API}/groups/lease", params={"lane": "sideways"}, headers=auth)
+    assert (bad.status_code, bad.json()) == (400, {"error": "lane: history or tail, not 'sideways'"})
+    held = client.post(f"{API}/groups/lease", params={"lane": "history"}, headers=auth).json()
+    group, epoch = held["group"]["id"], held["group"]["epoch"]
+    assert held["snapshot"] is None
+    lane = {"lane": "history", "epoch": epoch}
+    assert client.get(f"{API}/groups/{group}/snapshot", params=lane, headers=auth).status_code == 404
+    first = client.post(f"{API}/groups/{group}/next", params=lane, headers=auth).json()["range"]
+    assert first["start"] == 1
+    body = b"window-state" * 1000
+    put = client.put(
+        f"{API}/groups/{group}/snapshot", params={**lane, "next": 1000}, content=body, headers=auth
+    )
+    assert put.json() == {"ok": True, "next": 1000, "size": len(body)}
+    got = client.get(f"{API}/groups/{group}/snapshot", params=lane, headers=auth)
+    assert got.content == body
+    assert got.headers["X-Snapshot-Next"] == "1000"
+    assert got.headers["Content-Length"] == str(len(body))
+    assert client.post(f"{API}/groups/{group}/heartbeat", params=lane, headers=auth).json() == {"ok": True}
+    stale = client.post(f"{API}/groups/{group}/heartbeat", params={**lane, "epoch": epoch + 1}, headers=auth)
+    assert stale.status_code == 409
+    assert client.post(f"{API}/groups/{group}/release", params=lane, headers=auth).json() == {"ok": True}
+
+
+def test_snapshot_over_the_cap_is_413_and_stores_nothing(
+    database_url: str,
+    tmp_path,
+    auth: dict[str, str],  # type: ignore[no-untyped-def]
+) -> None:
+    from tests.support.store import services_for
+    from usenet_indexer.coordinator.server import create_app
+
+    services = services_for(database_url, tmp_path, snapshot_max_bytes=2048)
+    try:
+        _, token = services.nodes.add("edge-cap")
+        headers = {"Authorization": f"Bearer {token}"}
+        plan(services)
+        with TestClient(create_app(services)) as client:
+            held = client.post(f"{API}/groups/lease", params={"lane": "history"}, headers=headers).json()
+            params = {"lane": "history", "epoch": held["group"]["epoch"], "next": 5}
+            response = client.put(
+                f"{API}/groups/{held['group']['id']}/snapshot",
+                params=params,
+                content=b"x" * 5000,
+                headers=headers,
+            )
+            assert response.status_code == 413
+            assert services.blobs.list("snapshots") == []
+    finally:
+        services.close()
