@@ -1,0 +1,214 @@
+"""The coordinator's node API as the edge worker sees it: one wrapper for every call.
+
+Network errors and 5xx are retried with exponential backoff (jittered, capped at 60 s, 8 tries): a
+coordinator restarting must not cost a worker its range. 409 is a lost lease (LeaseLost), never
+retried: the worker stops that range at once.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from usenet_indexer.leases.errors import LeaseLost
+from usenet_indexer.logs import get_logger
+
+log = get_logger(__name__)
+
+RETRIES = 8
+MAX_BACKOFF_SECONDS = 60.0
+API = "/api/v1/node"
+
+
+class ApiError(Exception):
+    """A call the coordinator refused (4xx other than 409) or kept failing (5xx, network)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    range_id: int
+    group: str
+    group_id: int
+    start: int
+    end: int
+    next: int
+    epoch: int
+    lane: str
+    rule_version: int
+
+    @classmethod
+    def from_json(cls, body: dict[str, Any]) -> Lease:
+        r = body["range"]
+        return cls(
+            range_id=int(r["id"]),
+            group=str(r["group"]),
+            group_id=int(r["group_id"]),
+            start=int(r["start"]),
+            end=int(r["end"]),
+            next=int(r["next"]),
+            epoch=int(r["epoch"]),
+            lane=str(r["lane"]),
+            rule_version=int(body.get("rule_version", 0)),
+        )
+
+
+def backoff(attempt: int) -> float:
+    """Seconds to wait before try ``attempt + 1``: 1, 2, 4, … capped, with full jitter on half."""
+    ceiling = min(MAX_BACKOFF_SECONDS, 2.0**attempt)
+    return ceiling / 2 + random.uniform(0, ceiling / 2)
+
+
+class NodeClient:
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: float = 120.0,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._sleep = sleep
+        self._http = httpx.Client(
+            base_url=self.base_url,
+            headers={"Authorization": f"Bearer {token}", "User-Agent": "usenet-indexer-edge/1"},
+            timeout=httpx.Timeout(timeout, connect=10.0),
+            transport=transport,
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> NodeClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the one wrapper --------------------------------------------------------------------------
+
+    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """``method path`` with retries; the response for < 400 and 404; LeaseLost for 409."""
+        for attempt in range(1, RETRIES + 1):
+            try:
+                response = self._http.request(method, f"{API}/{path}", **kwargs)
+            except httpx.TransportError as error:
+                failure = f"{type(error).__name__}: {error}"
+            else:
+                if response.status_code == 409:
+                    raise LeaseLost(_reason(response))
+                if response.status_code < 400 or response.status_code == 404:
+                    return response
+                if response.status_code < 500:
+                    raise ApiError(f"{method} {path}: HTTP {response.status_code}: {_reason(response)}")
+                failure = f"HTTP {response.status_code}"
+            if attempt == RETRIES:
+                raise ApiError(f"{method} {path}: gave up after {RETRIES} tries ({failure})")
+            wait = backoff(attempt)
+            log.warning("coordinator.retry", call=f"{method} {path}", failure=failure, wait=round(wait, 1))
+            self._sleep(wait)
+        raise AssertionError("unreachable")
+
+    # -- calls ------------------------------------------------------------------------------------
+
+    def lease(self) -> Lease | None:
+        response = self.request("POST", "lease")
+        return None if response.status_code == 204 else Lease.from_json(response.json())
+
+    def rules(self, version: int) -> str:
+        return self.request("GET", f"rules/{version}").text
+
+    def stream(self, range_id: int, epoch: int) -> Iterator[bytes]:
+        """The range's frames as raw bytes. Opening is retried; a stream cut later is the caller's
+        to handle (the decoder reports it and the range is given back)."""
+        for attempt in range(1, RETRIES + 1):
+            try:
+                with self._http.stream(
+                    "GET", f"{API}/ranges/{range_id}/stream", params={"epoch": epoch}, timeout=None
+                ) as response:
+                    if response.status_code == 409:
+                        response.read()
+                        raise LeaseLost(_reason(response))
+                    if response.status_code >= 500:
+                        failure = f"HTTP {response.status_code}"
+                    elif response.status_code >= 400:
+                        response.read()
+                        raise ApiError(f"stream: HTTP {response.status_code}: {_reason(response)}")
+                    else:
+                        yield from response.iter_raw(1 << 20)
+                        return
+            except httpx.TransportError as error:
+                failure = f"{type(error).__name__}: {error}"
+            if attempt == RETRIES:
+                raise ApiError(f"stream: gave up after {RETRIES} tries ({failure})")
+            self._sleep(backoff(attempt))
+
+    def batch(self, range_id: int, epoch: int, body: bytes) -> dict[str, Any]:
+        """Post a gzip'd batch body (wire/batch.py); the stored result."""
+        response = self.request(
+            "POST",
+            f"ranges/{range_id}/batches",
+            params={"epoch": epoch},
+            content=body,
+            headers={"Content-Type": "application/json", "Content-Encoding": "gzip"},
+        )
+        result: dict[str, Any] = response.json()
+        return result
+
+    def call(self, range_id: int, epoch: int, action: str) -> dict[str, Any]:
+        """heartbeat, finish or release."""
+        result: dict[str, Any] = self.request(
+            "POST", f"ranges/{range_id}/{action}", params={"epoch": epoch}
+        ).json()
+        return result
+
+    def corrupt(self, range_id: int, epoch: int, chunk_from: int) -> dict[str, Any]:
+        response = self.request(
+            "POST", f"ranges/{range_id}/corrupt", params={"epoch": epoch}, json={"from": chunk_from}
+        )
+        result: dict[str, Any] = response.json()
+        return result
+
+    # -- group lanes ------------------------------------------------------------------------------
+
+    def lease_group(self, lane: str) -> dict[str, Any] | None:
+        response = self.request("POST", "groups/lease", params={"lane": lane})
+        return None if response.status_code == 204 else dict(response.json())
+
+    def next_range(self, group_id: int, lane: str, epoch: int) -> Lease | None:
+        response = self.request("POST", f"groups/{group_id}/next", params={"lane": lane, "epoch": epoch})
+        return None if response.status_code == 204 else Lease.from_json(response.json())
+
+    def group_call(self, group_id: int, lane: str, epoch: int, action: str) -> None:
+        self.request("POST", f"groups/{group_id}/{action}", params={"lane": lane, "epoch": epoch})
+
+    def put_snapshot(self, group_id: int, lane: str, epoch: int, next_article: int, body: bytes) -> None:
+        self.request(
+            "PUT",
+            f"groups/{group_id}/snapshot",
+            params={"lane": lane, "epoch": epoch, "next": next_article},
+            content=body,
+            headers={"Content-Type": "application/octet-stream"},
+        )
+
+    def get_snapshot(self, group_id: int, lane: str, epoch: int) -> tuple[int, bytes] | None:
+        response = self.request("GET", f"groups/{group_id}/snapshot", params={"lane": lane, "epoch": epoch})
+        if response.status_code == 404:
+            return None
+        return int(response.headers["X-Snapshot-Next"]), response.content
+
+
+def _reason(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:300] or f"HTTP {response.status_code}"
+    if isinstance(body, dict):
+        return str(body.get("error") or body.get("detail") or body)
+    return str(body)

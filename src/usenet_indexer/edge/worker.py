@@ -1,0 +1,256 @@
+"""An edge worker (seed 003): leases a range, streams its chunks, indexes them, posts a batch every
+``batch_articles`` articles (each moves the range's resume point) and finishes the range.
+
+Per range: the next chunk inflates on a thread while the current one is indexed (zlib releases the
+GIL); batches are posted in order by a poster thread while indexing goes on (a post took 1–16 s);
+a failed post stops the range at the next chunk (a lost lease: nothing more will be stored). On stop
+(SIGTERM) the range is given back after the current chunk and the next worker resumes from the last
+stored batch. A lost lease is logged and the loop goes on; any other error gives the range back.
+"""
+
+from __future__ import annotations
+
+import queue
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from usenet_indexer.edge.client import ApiError, Lease, NodeClient
+from usenet_indexer.indexing.fragment import Batch
+from usenet_indexer.indexing.indexer import RangeIndexer
+from usenet_indexer.indexing.rules import RuleSet
+from usenet_indexer.leases.errors import LeaseLost
+from usenet_indexer.logs import get_logger
+from usenet_indexer.wire.batch import encode_batch
+from usenet_indexer.wire.chunks import ChunkError, inflate_chunk
+from usenet_indexer.wire.frames import FrameDecoder, FrameError, FrameType
+
+log = get_logger(__name__)
+
+DEFAULT_BATCH_ARTICLES = 500_000  # ~4% of releases get a second fragment at this size (seed 003)
+IDLE_SECONDS = 30.0
+
+
+@dataclass
+class RangeSummary:
+    range_id: int
+    group: str
+    start: int
+    end: int
+    headers: int = 0
+    releases: int = 0
+    candidates: int = 0
+    bytes_posted: int = 0
+    post_seconds: float = 0.0
+    seconds: float = 0.0
+    finished: bool = False
+
+    def line(self) -> str:
+        rate = self.headers / self.seconds if self.seconds > 0 else 0.0
+        return (
+            f"{self.group} {self.start}–{self.end}: {self.headers:,} headers in {self.seconds:.1f} s "
+            f"({rate:,.0f}/s), {self.releases:,} release fragments, {self.candidates:,} probe candidates; "
+            f"posted {self.bytes_posted / 1e6:.1f} MB in {self.post_seconds:.1f} s"
+        )
+
+
+@dataclass
+class Poster:
+    """Posts one range's batches in order on its own thread; the first failure is kept and ends it."""
+
+    client: NodeClient
+    lease: Lease
+    summary: RangeSummary
+    on_batch: Callable[[Batch, dict[str, Any]], None] | None = None
+    error: BaseException | None = None
+    _queue: queue.Queue[Batch | None] = field(default_factory=lambda: queue.Queue(maxsize=2))
+    _thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name=f"poster-{self.lease.range_id}", daemon=True)
+        self._thread.start()
+
+    def post(self, batch: Batch) -> None:
+        self._queue.put(batch)
+
+    def close(self) -> None:
+        """Wait for every queued batch to be posted (or the first failure)."""
+        self._queue.put(None)
+        if self._thread is not None:
+            self._thread.join()
+
+    def _run(self) -> None:
+        while (batch := self._queue.get()) is not None:
+            if self.error is not None:
+                continue  # drain: nothing after a failed post may be stored
+            try:
+                body = encode_batch(batch, self.lease.range_id, self.lease.epoch)
+                began = time.monotonic()
+                result = self.client.batch(self.lease.range_id, self.lease.epoch, body)
+                self.summary.post_seconds += time.monotonic() - began
+                self.summary.bytes_posted += len(body)
+                self.summary.headers += batch.headers
+                self.summary.releases += int(result.get("releases", len(batch.fragments)))
+                self.summary.candidates += int(result.get("candidates", len(batch.candidates)))
+                if self.on_batch is not None:
+                    self.on_batch(batch, result)
+            except BaseException as error:
+                self.error = error
+
+
+class EdgeWorker:
+    def __init__(
+        self,
+        client: NodeClient,
+        *,
+        batch_articles: int = DEFAULT_BATCH_ARTICLES,
+        stop: threading.Event | None = None,
+        idle_seconds: float = IDLE_SECONDS,
+    ) -> None:
+        if batch_articles < 1:
+            raise ValueError(f"--batch-articles must be at least 1, not {batch_articles}")
+        self.client = client
+        self.batch_articles = batch_articles
+        self.stop = stop or threading.Event()
+        self.idle_seconds = idle_seconds
+        self._rules: dict[int, RuleSet] = {}
+        self._inflater = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inflate")
+
+    def close(self) -> None:
+        self._inflater.shutdown(wait=True)
+
+    def rules(self, version: int) -> RuleSet:
+        if version not in self._rules:
+            self._rules[version] = RuleSet.from_json(self.client.rules(version))
+        return self._rules[version]
+
+    def run(self, max_ranges: int | None = None) -> int:
+        """The lease loop; returns the number of ranges worked on."""
+        ranges = 0
+        while not self.stop.is_set() and (max_ranges is None or ranges < max_ranges):
+            try:
+                lease = self.client.lease()
+            except (ApiError, OSError) as error:
+                log.warning("lease.failed", error=str(error))
+                lease = None
+            if lease is None:
+                if max_ranges is not None:
+                    break
+                # Jittered: workers that all found nothing must not all ask again at the same instant.
+                self.stop.wait(self.idle_seconds * random.uniform(0.5, 1.0))
+                continue
+            self.run_range(lease)
+            ranges += 1
+        return ranges
+
+    def run_range(self, lease: Lease) -> RangeSummary:
+        summary = RangeSummary(lease.range_id, lease.group, lease.start, lease.end)
+        began = time.monotonic()
+        poster = Poster(self.client, lease, summary)
+        try:
+            indexer = RangeIndexer(lease.group, lease.start, lease.end, lease.next, self.rules(lease.rule_version))
+            poster.start()
+            reached_end = self._index(lease, indexer, poster)
+            poster.close()
+            if poster.error is not None:
+                raise poster.error
+            if not reached_end:
+                # Stopping: back to the queue; the next worker resumes at the last stored batch.
+                log.info("range.give_back", range=lease.range_id, at=indexer.next_article)
+                self.client.call(lease.range_id, lease.epoch, "release")
+                return summary
+            self.client.call(lease.range_id, lease.epoch, "finish")
+            summary.finished = True
+            summary.seconds = time.monotonic() - began
+            log.info("range.done", range=lease.range_id, summary=summary.line())
+            return summary
+        except LeaseLost as lost:
+            poster.close()
+            log.warning("range.lease_lost", range=lease.range_id, reason=lost.reason)
+        except CorruptChunk as corrupt:
+            poster.close()
+            log.warning("range.corrupt_chunk", range=lease.range_id, chunk=corrupt.first, error=str(corrupt))
+            try:
+                self.client.corrupt(lease.range_id, lease.epoch, corrupt.first)
+            except (LeaseLost, ApiError) as error:
+                log.warning("range.corrupt_report_failed", range=lease.range_id, error=str(error))
+        except Exception as error:
+            poster.close()
+            log.error("range.failed", range=lease.range_id, error=f"{type(error).__name__}: {error}")
+            try:
+                self.client.call(lease.range_id, lease.epoch, "release")
+            except (LeaseLost, ApiError, OSError) as release_error:
+                log.warning("range.release_failed", range=lease.range_id, error=str(release_error))
+        summary.seconds = time.monotonic() - began
+        return summary
+
+    def _index(self, lease: Lease, indexer: RangeIndexer, poster: Poster) -> bool:
+        """Stream, inflate ahead, index, hand batches to the poster; True when the end was reached."""
+        batch_from = indexer.next_article
+        pending: tuple[int, int, Future[bytes]] | None = None
+        reached_end = False
+
+        def handle(first: int, last: int, text: Future[bytes]) -> bool:
+            nonlocal batch_from
+            if poster.error is not None:
+                raise poster.error
+            try:
+                overview = text.result()
+            except ChunkError as error:
+                raise CorruptChunk(first, str(error)) from None
+            indexer.add_text(overview, last + 1)
+            at_end = last >= lease.end
+            if at_end:
+                indexer.finish()
+            if at_end or last + 1 - batch_from >= self.batch_articles:
+                poster.post(indexer.take())
+                batch_from = last + 1
+            return at_end
+
+        for frame_type, first, last, data in self._frames(lease):
+            if frame_type is FrameType.END:
+                break
+            inflating = self._inflater.submit(inflate_chunk, data)
+            if pending is not None:
+                reached_end = handle(*pending)
+            pending = (first, last, inflating)
+            if self.stop.is_set():
+                break
+        if pending is not None and not self.stop.is_set():
+            reached_end = handle(*pending)
+        elif pending is not None:
+            pending[2].cancel()
+        if not reached_end and indexer.next_article > batch_from:
+            # Stopping mid-batch: what was indexed is posted, so the next worker starts after it.
+            poster.post(indexer.take())
+        return reached_end
+
+    def _frames(self, lease: Lease) -> Iterator[tuple[FrameType, int, int, bytes]]:
+        decoder = FrameDecoder()
+        for piece in self.client.stream(lease.range_id, lease.epoch):
+            for frame in decoder.feed(piece):
+                if frame.type is FrameType.KEEPALIVE:
+                    continue
+                yield frame.type, frame.first, frame.last, bytes(frame.data)
+                if frame.type is FrameType.END:
+                    return
+                if self.stop.is_set():
+                    return
+        try:
+            decoder.close()
+        except FrameError as error:
+            raise StreamCut(f"range {lease.range_id}: {error}") from None
+
+
+class CorruptChunk(Exception):
+    def __init__(self, first: int, message: str) -> None:
+        super().__init__(message)
+        self.first = first
+
+
+class StreamCut(Exception):
+    """The stream ended before its END frame (the coordinator gave up or the connection broke)."""
