@@ -167,6 +167,11 @@ class NNTPClient:
         return self._writer is not None and not self._broken
 
     @property
+    def ready(self) -> bool:
+        """Connected, healthy, and no reply outstanding: safe to hand to another task."""
+        return self.connected and not self._conn.pending
+
+    @property
     def session_compression(self) -> str:
         """What compresses this session's replies now: "deflate", "gzip", or "none"."""
         if self._conn.compress_deflate_active:
