@@ -145,6 +145,7 @@ set_conf ovmethod tradindexed
 set_conf enableoverview true
 set_conf nnrpdcheckart false
 set_conf artcutoff 0
+set_conf maxartsize 0  # unlimited: a test posts an article with a 1 MB overview line
 set_conf tlscafile "$TLS_DIR/ca.crt"
 set_conf tlscertfile "$TLS_DIR/server.crt"
 set_conf tlskeyfile "$TLS_DIR/server.key"
