@@ -40,7 +40,8 @@ class DotReader:
 
     ``read(buf)`` consumes from the front of ``buf`` and returns unstuffed bytes (possibly empty),
     or ``None`` when nothing can be decided without more bytes. ``done`` turns true once the
-    terminating ``.`` line has been consumed. Lines may end in CRLF or, leniently, in a bare LF.
+    terminating ``.`` line has been consumed. The terminator must be ``.`` CRLF (RFC 3977); other
+    lines may end in a bare LF.
     """
 
     __slots__ = ("at_line_start", "done")
@@ -57,8 +58,8 @@ class DotReader:
             # A "." at the start of a line is either the terminator or a stuffed dot.
             if size < 2:
                 return None
-            if buf[1] == _LF or (buf[1] == _CR and size >= 3 and buf[2] == _LF):
-                del buf[: 2 if buf[1] == _LF else 3]
+            if buf[1] == _CR and size >= 3 and buf[2] == _LF:
+                del buf[:3]
                 self.done = True
                 return b""
             if buf[1] == _CR and size < 3:
@@ -76,21 +77,30 @@ class DotReader:
             buf.clear()
             self.at_line_start = False
             return piece
-        block = bytes(buf[: last_lf + 1])
-        end = block.find(b"\n.\r\n")
-        bare = block.find(b"\n.\n", 0, end if end >= 0 else len(block))
-        if bare >= 0:
-            payload, consumed = block[: bare + 1], bare + 3
-        elif end >= 0:
-            payload, consumed = block[: end + 1], end + 4
+        if last_lf + 1 == size:
+            block = bytes(buf)
+            buf.clear()
         else:
-            payload, consumed = block, len(block)
-        self.done = bare >= 0 or end >= 0
-        del buf[:consumed]
+            block = bytes(buf[: last_lf + 1])
+            del buf[: last_lf + 1]
         self.at_line_start = True
+        # One scan for "\n." finds both the terminator and stuffed dots; overview lines start with
+        # a digit, so the common case is one miss over the block and nothing else to do.
+        dot = block.find(b"\n.")
+        if dot < 0:
+            return block
+        end = block.find(b"\n.\r\n", dot)
+        if end < 0:
+            return block.replace(b"\n.", b"\n")
+        # The terminator: what follows it belongs to the next reply; give it back.
+        rest = block[end + 4 :]
+        if rest:
+            buf[0:0] = rest
+        self.done = True
         # Every "." that starts a line inside the payload was stuffed (the first line's was removed
         # above): drop it.
-        return payload.replace(b"\n.", b"\n")
+        payload = block[: end + 1]
+        return payload.replace(b"\n.", b"\n") if dot < end else payload
 
     def flush(self, buf: bytearray) -> bytes:
         """The rest of ``buf`` as a last partial line (for a body whose end is not a dot line)."""
