@@ -25,8 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.support import inn2  # noqa: E402
-from usenet_indexer.nntp.pool import NNTPPool, ServerSettings  # noqa: E402
+from tests.support import inn2
+
+from usenet_indexer.nntp.pool import NNTPPool, ServerSettings
 
 GROUP = "alt.binaries.bench.fetch"
 
@@ -145,8 +146,13 @@ def run_bare(connections: int, chunks: list[tuple[int, int]], compressed: bool) 
 
 
 async def run_ours(connections: int, chunks: list[tuple[int, int]], compressed: bool) -> tuple[float, int]:
-    server = ServerSettings(host=inn2.HOST, port=inn2.PLAIN_PORT, connections=connections,
-                            compression="auto" if compressed else "none", timeout=60)
+    server = ServerSettings(
+        host=inn2.HOST,
+        port=inn2.PLAIN_PORT,
+        connections=connections,
+        compression="auto" if compressed else "none",
+        timeout=60,
+    )
     async with NNTPPool([server]) as pool:
         # Open the connections first, as the bare reader does before its clock starts.
         await asyncio.gather(*(pool.over_chunk(GROUP, 1, 1) for _ in range(connections * 2)))
@@ -167,13 +173,21 @@ async def run_ours(connections: int, chunks: list[tuple[int, int]], compressed: 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="50k articles, one round")
-    parser.add_argument("--articles", type=int, default=None, help="articles in the bench group (default 300k)")
+    parser.add_argument(
+        "--articles", type=int, default=None, help="articles in the bench group (default 300k)"
+    )
     parser.add_argument("--chunk", type=int, default=20_000, help="articles per OVER command")
     parser.add_argument("--rounds", type=int, default=None, help="best of N rounds per figure")
-    parser.add_argument("--passes", type=int, default=None,
-                        help="fetch the range this many times per measurement (so it lasts long enough)")
+    parser.add_argument(
+        "--passes",
+        type=int,
+        default=None,
+        help="fetch the range this many times per measurement (so it lasts long enough)",
+    )
     args = parser.parse_args()
     wanted = args.articles or (50_000 if args.quick else 300_000)
     rounds = args.rounds or 3
@@ -182,8 +196,10 @@ def main() -> None:
     last = min(high, wanted)
     chunks = chunks_of(last, min(args.chunk, max(1, last // 8))) * passes
     expected = last * passes
-    print(f"group {GROUP}: articles 1-{last}, {passes} pass(es) in {len(chunks)} chunks, best of {rounds}",
-          file=sys.stderr)
+    print(
+        f"group {GROUP}: articles 1-{last}, {passes} pass(es) in {len(chunks)} chunks, best of {rounds}",
+        file=sys.stderr,
+    )
     results: dict[str, float] = {}
     print(f"{'mode':<11}{'conns':>6}{'bare art/s':>14}{'ours art/s':>14}{'ratio':>8}")
     for compressed in (False, True):

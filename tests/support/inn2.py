@@ -13,8 +13,8 @@ import subprocess
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from email.utils import format_datetime
 from datetime import UTC, datetime
+from email.utils import format_datetime
 from pathlib import Path
 
 from usenet_indexer.nntp import yenc
@@ -63,7 +63,10 @@ def new_group(prefix: str = "alt.binaries.test") -> str:
 def create_group(name: str) -> None:
     result = subprocess.run(
         [CTLINND, "-t", "30", "newgroup", name, "y", "usenet-indexer-tests"],
-        capture_output=True, text=True, timeout=60, check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     if result.returncode != 0:
         raise INN2Unavailable(f"ctlinnd newgroup {name} failed: {result.stdout}{result.stderr}")
@@ -98,7 +101,11 @@ class Article:
 
 
 def yenc_article(
-    index: int, *, collection: str = "test.release", parts: int = 1, payload: bytes | None = None,
+    index: int,
+    *,
+    collection: str = "test.release",
+    parts: int = 1,
+    payload: bytes | None = None,
     poster: str = "poster@example.test",
 ) -> Article:
     """A small single-part yEnc article in the style of a binary post, with a unique message-id."""
@@ -135,7 +142,9 @@ def post_articles(group: str, articles: Iterable[Article], *, batch: int = 500, 
             nonlocal accepted
             if not pending:
                 return
-            sock.sendall(b"".join(b"TAKETHIS " + a.message_id.encode() + b"\r\n" + a.wire(group) for a in pending))
+            sock.sendall(
+                b"".join(b"TAKETHIS " + a.message_id.encode() + b"\r\n" + a.wire(group) for a in pending)
+            )
             for article in pending:
                 line = reader.readline()
                 if not line.startswith(b"239"):

@@ -63,7 +63,9 @@ def _argument(value: str, what: str) -> str:
     return value
 
 
-def _make(line: str, multiline: tuple[int, ...] = (), body: BodyKind = "plain", shown: str | None = None) -> Command:
+def _make(
+    line: str, multiline: tuple[int, ...] = (), body: BodyKind = "plain", shown: str | None = None
+) -> Command:
     if len(line.encode("utf-8")) + 2 > MAX_COMMAND_LINE:
         raise ValueError(f"command line longer than {MAX_COMMAND_LINE} octets: {line[:60]!r}…")
     return Command(line, frozenset(multiline), body, shown)
@@ -126,5 +128,5 @@ def xfeature_compress_gzip(*, terminator: bool) -> Command:
     return _make("XFEATURE COMPRESS GZIP TERMINATOR" if terminator else "XFEATURE COMPRESS GZIP")
 
 
-def quit() -> Command:  # noqa: A001 - the NNTP command is called QUIT
+def quit() -> Command:
     return _make("QUIT")

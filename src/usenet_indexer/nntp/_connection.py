@@ -22,9 +22,22 @@ import zlib
 from collections import deque
 
 from usenet_indexer.nntp._commands import Command
-from usenet_indexer.nntp._events import NEED_DATA, ConnectionClosed, Data, EndOfData, Event, NeedData, Response
+from usenet_indexer.nntp._events import (
+    NEED_DATA,
+    ConnectionClosed,
+    Data,
+    EndOfData,
+    Event,
+    NeedData,
+    Response,
+)
 from usenet_indexer.nntp._readers import INFLATE_STEP, BodyReader, PlainBody, XzverBody, ZlibBody
-from usenet_indexer.nntp.errors import CompressedReplyCorrupt, NNTPConnectionLost, NNTPError, NNTPProtocolError
+from usenet_indexer.nntp.errors import (
+    CompressedReplyCorrupt,
+    NNTPConnectionLost,
+    NNTPError,
+    NNTPProtocolError,
+)
 
 __all__ = ["NNTPConnection"]
 
@@ -141,7 +154,9 @@ class NNTPConnection:
         try:
             self._buf += inflater.decompress(self._compressed_in, INFLATE_STEP)
         except zlib.error as exc:
-            raise NNTPProtocolError(f"the COMPRESS DEFLATE stream from the server is corrupt: {exc}") from None
+            raise NNTPProtocolError(
+                f"the COMPRESS DEFLATE stream from the server is corrupt: {exc}"
+            ) from None
         self._compressed_in = inflater.unconsumed_tail
         if inflater.eof:
             raise NNTPProtocolError("the server ended its COMPRESS DEFLATE stream (RFC 8054 never ends it)")
@@ -237,8 +252,12 @@ class NNTPConnection:
         if command.body == "overview" and self._gzip is not None:
             # A gzip-compressed overview body starts with a zlib (0x78) or gzip (0x1f) header byte;
             # a plain one with an article number or the "." line. Decided when the first byte is in.
-            return _SniffingBody(str(command), terminator=self._gzip, marked="COMPRESS=GZIP" in text.upper(),
-                                 on_plain_stream_end=self._expect_stray_dot)
+            return _SniffingBody(
+                str(command),
+                terminator=self._gzip,
+                marked="COMPRESS=GZIP" in text.upper(),
+                on_plain_stream_end=self._expect_stray_dot,
+            )
         return PlainBody()
 
     def _expect_stray_dot(self) -> None:

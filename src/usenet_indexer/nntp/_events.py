@@ -13,7 +13,7 @@ from typing import Literal
 from usenet_indexer.nntp._commands import Command
 from usenet_indexer.nntp.errors import error_for_reply
 
-__all__ = ["NEED_DATA", "ConnectionClosed", "Data", "EndOfData", "Encoding", "Event", "NeedData", "Response"]
+__all__ = ["NEED_DATA", "ConnectionClosed", "Data", "Encoding", "EndOfData", "Event", "NeedData", "Response"]
 
 # How the bytes of a per-reply compressed body were encoded on the wire (after yEnc for XZVER):
 # "zlib" (RFC 1950) or "gzip" (RFC 1952) for XFEATURE COMPRESS GZIP, "deflate" (raw, RFC 1951)

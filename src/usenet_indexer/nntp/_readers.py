@@ -229,7 +229,9 @@ class ZlibBody(BodyReader):
         try:
             out = self._inflater.decompress(raw, INFLATE_STEP)
         except zlib.error as exc:
-            raise CompressedReplyCorrupt(f"the compressed reply to {self._command} does not inflate: {exc}") from None
+            raise CompressedReplyCorrupt(
+                f"the compressed reply to {self._command} does not inflate: {exc}"
+            ) from None
         left = self._inflater.unused_data if self._inflater.eof else self._inflater.unconsumed_tail
         used = raw[: len(raw) - len(left)]
         if left:
@@ -245,8 +247,9 @@ class ZlibBody(BodyReader):
         newline = buf.find(b"\n")
         if newline < 0:
             if len(buf) >= 3:
+                got = bytes(buf[:40])
                 raise NNTPProtocolError(
-                    f"expected the '.' line after the compressed reply to {self._command}, got {bytes(buf[:40])!r}"
+                    f"expected the '.' line after the compressed reply to {self._command}, got {got!r}"
                 )
             return False
         line = bytes(buf[:newline]).rstrip(b"\r")

@@ -26,7 +26,15 @@ from typing import Literal, NamedTuple
 from usenet_indexer.nntp import _commands as cmd
 from usenet_indexer.nntp._commands import Command
 from usenet_indexer.nntp._connection import NNTPConnection
-from usenet_indexer.nntp._events import NEED_DATA, ConnectionClosed, Data, Encoding, EndOfData, Event, Response
+from usenet_indexer.nntp._events import (
+    ConnectionClosed,
+    Data,
+    Encoding,
+    EndOfData,
+    Event,
+    NeedData,
+    Response,
+)
 from usenet_indexer.nntp.errors import (
     CompressedReplyCorrupt,
     NNTPConnectionError,
@@ -50,9 +58,12 @@ _TCP_QUICKACK = getattr(socket, "TCP_QUICKACK", None)
 
 
 class GroupInfo(NamedTuple):
-    """GROUP's answer: the estimated article count and the low and high watermarks."""
+    """GROUP's answer: the estimated article count and the low and high watermarks.
 
-    count: int
+    (``articles``, not ``count``: a tuple already has a ``count`` method.)
+    """
+
+    articles: int
     low: int
     high: int
 
@@ -88,7 +99,9 @@ class OverviewChunk:
 
 def inflate(encoding: Encoding, data: bytes) -> bytes:
     """Decompress a chunk's ``data`` of the given encoding; raises CompressedReplyCorrupt/-Truncated."""
-    wbits = {"zlib": zlib.MAX_WBITS | 32, "gzip": zlib.MAX_WBITS | 32, "deflate": -zlib.MAX_WBITS}.get(encoding)
+    wbits = {"zlib": zlib.MAX_WBITS | 32, "gzip": zlib.MAX_WBITS | 32, "deflate": -zlib.MAX_WBITS}.get(
+        encoding
+    )
     if wbits is None:
         return data
     inflater = zlib.decompressobj(wbits)
@@ -206,7 +219,9 @@ class NNTPClient:
                     limit=self.read_size,
                 )
         except TimeoutError:
-            raise NNTPTimeout(f"connecting to {self.where} took longer than {self.connect_timeout}s") from None
+            raise NNTPTimeout(
+                f"connecting to {self.where} took longer than {self.connect_timeout}s"
+            ) from None
         except ssl.SSLCertVerificationError as exc:
             raise self._tls_error(exc) from None
         except ssl.SSLError as exc:
@@ -267,7 +282,9 @@ class NNTPClient:
             async with asyncio.timeout(self.connect_timeout):
                 await self._writer.start_tls(self._context(), server_hostname=self.host)
         except TimeoutError:
-            raise NNTPTimeout(f"the TLS handshake with {self.where} took longer than {self.connect_timeout}s") from None
+            raise NNTPTimeout(
+                f"the TLS handshake with {self.where} took longer than {self.connect_timeout}s"
+            ) from None
         except ssl.SSLCertVerificationError as exc:
             raise self._tls_error(exc) from None
         except (ssl.SSLError, OSError) as exc:
@@ -289,7 +306,8 @@ class NNTPClient:
         self.capabilities = frozenset(caps)
 
     async def _authenticate(self) -> None:
-        assert self.user is not None and self._password is not None
+        assert self.user is not None
+        assert self._password is not None
         response = await self.simple(cmd.authinfo_user(self.user))
         if response.code == 381:
             response = await self.simple(cmd.authinfo_pass(self._password))
@@ -338,7 +356,9 @@ class NNTPClient:
             await self._writer.drain()
         except OSError as exc:
             self._broken = True
-            raise NNTPConnectionLost(f"the connection to {self.where} broke while sending {command}: {exc}") from None
+            raise NNTPConnectionLost(
+                f"the connection to {self.where} broke while sending {command}: {exc}"
+            ) from None
 
     async def _event(self) -> Event:
         conn = self._conn
@@ -348,8 +368,7 @@ class NNTPClient:
             except NNTPError:
                 self._broken = True
                 raise
-            if event is not NEED_DATA:
-                assert not isinstance(event, type(NEED_DATA))
+            if not isinstance(event, NeedData):
                 return event
             if self._reader is None:
                 raise NNTPConnectionLost(f"not connected to {self.where}")

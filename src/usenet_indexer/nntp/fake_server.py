@@ -29,11 +29,21 @@ __all__ = ["FakeNNTPServer", "Script", "overview_line"]
 OVERVIEW_FMT = ["Subject:", "From:", "Date:", "Message-ID:", "References:", "Bytes:", "Lines:", "Xref:full"]
 
 
-def overview_line(number: int, subject: str, poster: str, date: str, message_id: str, size: int,
-                  lines: int, group: str) -> bytes:
+def overview_line(
+    number: int, subject: str, poster: str, date: str, message_id: str, size: int, lines: int, group: str
+) -> bytes:
     """One overview line in INN2's field order (article number first, tab-separated, no CRLF)."""
-    fields = [str(number), subject, poster, date, message_id, "", str(size), str(lines),
-              f"Xref: fake.test {group}:{number}"]
+    fields = [
+        str(number),
+        subject,
+        poster,
+        date,
+        message_id,
+        "",
+        str(size),
+        str(lines),
+        f"Xref: fake.test {group}:{number}",
+    ]
     return "\t".join(fields).encode("utf-8")
 
 
@@ -144,7 +154,9 @@ class FakeNNTPServer:
 
 
 class _Session:
-    def __init__(self, server: FakeNNTPServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self, server: FakeNNTPServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         self.server = server
         self.script = server.script
         self.reader = reader

@@ -96,8 +96,14 @@ class ServerStats:
 
 
 class _Server:
-    def __init__(self, settings: ServerSettings, factory: Callable[[ServerSettings], NNTPClient],
-                 backoff_initial: float, backoff_max: float, max_refusals: int) -> None:
+    def __init__(
+        self,
+        settings: ServerSettings,
+        factory: Callable[[ServerSettings], NNTPClient],
+        backoff_initial: float,
+        backoff_max: float,
+        max_refusals: int,
+    ) -> None:
         self.settings = settings
         self.limit = settings.connections
         self.stats = ServerStats()
@@ -236,12 +242,16 @@ class NNTPPool:
         return self._servers[0].settings
 
     def stats(self, name: str | None = None) -> ServerStats:
-        server = self._servers[0] if name is None else next(s for s in self._servers if s.settings.name == name)
+        server = (
+            self._servers[0] if name is None else next(s for s in self._servers if s.settings.name == name)
+        )
         return server.stats
 
     def limit(self, name: str | None = None) -> int:
         """The current connection ceiling of a server (lowered after "too many connections")."""
-        server = self._servers[0] if name is None else next(s for s in self._servers if s.settings.name == name)
+        server = (
+            self._servers[0] if name is None else next(s for s in self._servers if s.settings.name == name)
+        )
         return server.limit
 
     async def __aenter__(self) -> NNTPPool:
@@ -373,4 +383,3 @@ def _last_article_number(piece: bytes) -> int | None:
             return int(field)
         end = start
     return None
-

@@ -302,14 +302,10 @@ class YEncStreamDecoder:
         values = _keywords(self._trailer)
         expected_size = _int(values, "size", self._trailer)
         if expected_size is not None and expected_size != self.decoded_size:
-            raise YEncError(
-                f"yEnc =yend says size={expected_size} but {self.decoded_size} bytes decoded"
-            )
+            raise YEncError(f"yEnc =yend says size={expected_size} but {self.decoded_size} bytes decoded")
         expected = _crc(values, "pcrc32" if self.part is not None else "crc32", self._trailer)
         if expected is None and self.part is None:
             expected = _crc(values, "pcrc32", self._trailer)
         if expected is not None and expected != self.crc32:
-            raise YEncCRCError(
-                f"yEnc crc32 mismatch: trailer says {expected:08x}, data is {self.crc32:08x}"
-            )
+            raise YEncCRCError(f"yEnc crc32 mismatch: trailer says {expected:08x}, data is {self.crc32:08x}")
         return tail

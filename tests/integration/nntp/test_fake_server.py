@@ -85,8 +85,13 @@ async def test_cut_short_compressed_reply_raises_truncated_then_plain_refetch_wo
     script = Script(cut_short=1, support_xzver=mode == "xzver", support_gzip=mode != "xzver")
     async with FakeNNTPServer(script) as server:
         lines = fill_group(server, GROUP, 1, 2000)
-        client = NNTPClient("127.0.0.1", server.port, timeout=5.0, compression=mode,  # type: ignore[arg-type]
-                            cut_short_grace=0.3)
+        client = NNTPClient(
+            "127.0.0.1",
+            server.port,
+            timeout=5.0,
+            compression=mode,  # type: ignore[arg-type]
+            cut_short_grace=0.3,
+        )
         async with client:
             await client.group(GROUP)
             with pytest.raises(CompressedReplyTruncated):
@@ -119,8 +124,9 @@ async def test_dropped_connection_mid_reply_is_retried_nothing_lost_nothing_twic
 async def test_too_many_connections_backs_off_and_stays_within_the_limit() -> None:
     async with FakeNNTPServer(Script(max_connections=3, reply_delay=0.02)) as server:
         lines = fill_group(server, GROUP, 1, 4000)
-        async with NNTPPool([_settings(server, connections=8, compression="none")],
-                            backoff_initial=0.01, backoff_max=0.1) as pool:
+        async with NNTPPool(
+            [_settings(server, connections=8, compression="none")], backoff_initial=0.01, backoff_max=0.1
+        ) as pool:
             chunks = await asyncio.gather(*(pool.over_chunk(GROUP, n, n + 99) for n in range(1, 4001, 100)))
             refused = pool.stats().refused_too_many
             limit = pool.limit()
@@ -135,7 +141,9 @@ async def test_too_many_connections_backs_off_and_stays_within_the_limit() -> No
 async def test_refused_with_no_connection_open_gives_up_with_a_clear_error() -> None:
     async with FakeNNTPServer(Script(max_connections=0)) as server:
         fill_group(server, GROUP, 1, 10)
-        async with NNTPPool([_settings(server)], backoff_initial=0.001, backoff_max=0.002, max_refusals=3) as pool:
+        async with NNTPPool(
+            [_settings(server)], backoff_initial=0.001, backoff_max=0.002, max_refusals=3
+        ) as pool:
             with pytest.raises(TooManyConnections, match="refused 4 times"):
                 await pool.group(GROUP)
 

@@ -50,7 +50,9 @@ async def test_missing_group_raises_no_such_group(inn2_client: ClientFactory) ->
 async def test_over_returns_every_posted_article_exactly_once(inn2_group: str, compression: str) -> None:
     articles = [support.yenc_article(i) for i in range(1, 3001)]
     assert support.post_articles(inn2_group, articles) == 3000
-    server = ServerSettings(host=support.HOST, port=support.PLAIN_PORT, connections=4, compression=compression)
+    server = ServerSettings(
+        host=support.HOST, port=support.PLAIN_PORT, connections=4, compression=compression
+    )
     async with NNTPPool([server]) as pool:
         info = await pool.group(inn2_group)
         assert info == (3000, 1, 3000)
@@ -106,9 +108,10 @@ async def test_overview_line_of_one_megabyte_passes(inn2_group: str, inn2_client
 
 
 async def test_authinfo_with_the_password_file(inn2_group: str) -> None:
-    async with NNTPClient(support.HOST, support.AUTH_PORT, user=support.AUTH_USER,
-                          password=support.AUTH_PASSWORD) as client:
-        assert (await client.group(inn2_group)).count == 0
+    async with NNTPClient(
+        support.HOST, support.AUTH_PORT, user=support.AUTH_USER, password=support.AUTH_PASSWORD
+    ) as client:
+        assert (await client.group(inn2_group)).articles == 0
 
 
 async def test_authinfo_wrong_password_and_no_password(inn2_group: str) -> None:
@@ -129,18 +132,20 @@ async def test_plain_port_refuses_passwords_without_tls(inn2: None) -> None:
 
 async def test_implicit_tls_with_the_test_ca(inn2_group: str) -> None:
     async with NNTPClient(support.HOST, support.TLS_PORT, ssl=True, ca_file=str(support.CA_FILE)) as client:
-        assert (await client.group(inn2_group)).count == 0
+        assert (await client.group(inn2_group)).articles == 0
 
 
 async def test_starttls_with_the_test_ca_then_authinfo_is_allowed(inn2_group: str) -> None:
-    async with NNTPClient("localhost", support.PLAIN_PORT, starttls=True, ca_file=str(support.CA_FILE)) as client:
-        assert (await client.group(inn2_group)).count == 0
+    async with NNTPClient(
+        "localhost", support.PLAIN_PORT, starttls=True, ca_file=str(support.CA_FILE)
+    ) as client:
+        assert (await client.group(inn2_group)).articles == 0
 
 
 @pytest.mark.parametrize("starttls", [False, True])
 async def test_untrusted_certificate_is_a_clear_error(inn2: None, starttls: bool) -> None:
     port = support.PLAIN_PORT if starttls else support.TLS_PORT
-    with pytest.raises(NNTPTLSError, match="not trusted.*ca_file"):
+    with pytest.raises(NNTPTLSError, match=r"not trusted.*ca_file"):
         async with NNTPClient(support.HOST, port, ssl=not starttls, starttls=starttls):
             pass
 

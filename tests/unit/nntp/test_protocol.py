@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import zlib
 
 import pytest
@@ -35,7 +36,9 @@ from usenet_indexer.nntp import (
     yenc,
 )
 
-OVERVIEW = b"".join(b"%d\tsubject %d\tposter\tdate\t<%d@x>\t\t%d\t%d\txref\r\n" % (i, i, i, i, i) for i in range(1, 300))
+OVERVIEW = b"".join(
+    b"%d\tsubject %d\tposter\tdate\t<%d@x>\t\t%d\t%d\txref\r\n" % (i, i, i, i, i) for i in range(1, 300)
+)
 
 
 def run(conn: NNTPConnection, pieces: list[bytes], eof: bool = False) -> list[object]:
@@ -90,8 +93,13 @@ def plain_session() -> tuple[NNTPConnection, bytes]:
     conn.send(commands.group("nope"))
     body = b".starts with a dot\r\n..two dots\r\nmiddle . dot\r\n.\tdot tab\r\n"
     wire = (
-        b"200 server ready\r\n211 299 1 299 a.b\r\n224 overview\r\n" + stuffed(OVERVIEW) + b".\r\n"
-        + b"222 0 <x@y>\r\n" + stuffed(body) + b".\r\n" + b"411 no such group\r\n"
+        b"200 server ready\r\n211 299 1 299 a.b\r\n224 overview\r\n"
+        + stuffed(OVERVIEW)
+        + b".\r\n"
+        + b"222 0 <x@y>\r\n"
+        + stuffed(body)
+        + b".\r\n"
+        + b"411 no such group\r\n"
     )
     return conn, wire
 
@@ -109,7 +117,15 @@ def test_plain_session_events() -> None:
     conn, wire = plain_session()
     events = normalise(run(conn, [wire]))
     assert [type(e).__name__ for e in events] == [
-        "Response", "Response", "Response", "Data", "EndOfData", "Response", "Data", "EndOfData", "Response",
+        "Response",
+        "Response",
+        "Response",
+        "Data",
+        "EndOfData",
+        "Response",
+        "Data",
+        "EndOfData",
+        "Response",
     ]
     assert events[3] == Data(OVERVIEW)
     assert events[6] == Data(b".starts with a dot\r\n..two dots\r\nmiddle . dot\r\n.\tdot tab\r\n")
@@ -167,7 +183,9 @@ def test_compress_deflate_both_directions() -> None:
     deflater = zlib.compressobj(6, zlib.DEFLATED, -15)
     # The 206 line is plain; everything after it is compressed, even in the same read.
     first = deflater.compress(b"211 3 1 3 a.b\r\n") + deflater.flush(zlib.Z_SYNC_FLUSH)
-    assert run(conn, [b"206 compression active\r\n"]) == [Response(206, "compression active", False, commands.compress_deflate())]
+    assert run(conn, [b"206 compression active\r\n"]) == [
+        Response(206, "compression active", False, commands.compress_deflate())
+    ]
     sent = conn.send(commands.group("a.b"))
     assert zlib.decompressobj(-15).decompress(sent) == b"GROUP a.b\r\n"
     assert conn.compress_deflate_active
@@ -188,7 +206,9 @@ def test_compress_deflate_response_and_data_in_one_read() -> None:
     assert events[1:] == [Data(OVERVIEW), EndOfData()]
 
 
-def gzip_session(terminator: bool, data_inside_terminator: bool = False) -> tuple[NNTPConnection, bytes, bytes]:
+def gzip_session(
+    terminator: bool, data_inside_terminator: bool = False
+) -> tuple[NNTPConnection, bytes, bytes]:
     conn = NNTPConnection()
     run(conn, [b"200 hi\r\n"])
     conn.send(commands.xfeature_compress_gzip(terminator=terminator))
@@ -197,7 +217,11 @@ def gzip_session(terminator: bool, data_inside_terminator: bool = False) -> tupl
     conn.send(commands.group("a.b"))
     inner = stuffed(OVERVIEW) + (b".\r\n" if data_inside_terminator else b"")
     stream = zlib.compress(inner)
-    wire = b"224 ok [COMPRESS=GZIP]\r\n" + stream + (b".\r\n" if terminator and not data_inside_terminator else b"")
+    wire = (
+        b"224 ok [COMPRESS=GZIP]\r\n"
+        + stream
+        + (b".\r\n" if terminator and not data_inside_terminator else b"")
+    )
     return conn, wire + b"211 3 1 3 a.b\r\n", stream
 
 
@@ -208,14 +232,16 @@ def test_gzip_bodies_any_split(terminator: bool, inside: bool, cuts: list[int]) 
     events = normalise(run(conn, split(wire, cuts)))
     assert events[1] == Data(OVERVIEW, stream)
     assert events[2] == EndOfData("zlib")
-    assert isinstance(events[3], Response) and events[3].code == 211
+    assert isinstance(events[3], Response)
+    assert events[3].code == 211
 
 
 def test_gzip_stray_terminator_after_a_no_terminator_stream_is_skipped() -> None:
     conn, wire, _ = gzip_session(False)
     head, _, tail = wire.partition(b"211 ")
     events = normalise(run(conn, [head + b".\r\n211 " + tail]))
-    assert isinstance(events[-1], Response) and events[-1].code == 211
+    assert isinstance(events[-1], Response)
+    assert events[-1].code == 211
 
 
 def test_gzip_plain_reply_when_the_server_does_not_compress() -> None:
@@ -229,7 +255,7 @@ def test_gzip_plain_reply_when_the_server_does_not_compress() -> None:
 
 
 def test_gzip_cut_short_is_suspected_then_declared() -> None:
-    conn, wire, stream = gzip_session(True)
+    conn, _wire, stream = gzip_session(True)
     conn.receive_data(b"224 ok [COMPRESS=GZIP]\r\n" + stream[: len(stream) // 2] + b".\r\n")
     while conn.next_event() is not NEED_DATA:
         pass
@@ -244,8 +270,7 @@ def test_gzip_garbage_body_is_corrupt() -> None:
     conn, _, _ = gzip_session(True)
     conn.receive_data(b"224 ok [COMPRESS=GZIP]\r\nx\x9cTHIS IS NOT DEFLATE AT ALL\r\n.\r\n")
     with pytest.raises(CompressedReplyCorrupt):
-        while conn.next_event() is not NEED_DATA:
-            pass
+        run(conn, [])
 
 
 def xzver_wire(stream: bytes) -> bytes:
@@ -331,10 +356,8 @@ def test_garbage_never_crashes(garbage: bytes, mode: str) -> None:
 @given(st.binary(max_size=600))
 def test_garbage_status_lines_raise_protocol_errors(garbage: bytes) -> None:
     conn = NNTPConnection()
-    try:
+    with contextlib.suppress(NNTPError):
         run(conn, [garbage + b"\r\n"], eof=True)
-    except NNTPError:
-        pass
 
 
 def test_status_line_without_end_is_bounded() -> None:
@@ -362,8 +385,10 @@ def test_status_line_without_end_is_bounded() -> None:
 def test_error_codes_map_to_classes(code: int, text: str, cls: type[NNTPError]) -> None:
     error = error_for_reply(code, text, "GROUP x")
     assert type(error) is cls
-    assert str(code) in str(error) and "GROUP x" in str(error)
-    assert issubclass(NoSuchArticle, ArticleNotFound) and issubclass(NoSuchArticleNumber, ArticleNotFound)
+    assert str(code) in str(error)
+    assert "GROUP x" in str(error)
+    assert issubclass(NoSuchArticle, ArticleNotFound)
+    assert issubclass(NoSuchArticleNumber, ArticleNotFound)
 
 
 def test_passwords_never_appear_in_errors() -> None:
@@ -380,5 +405,5 @@ def test_passwords_never_appear_in_errors() -> None:
 
 @pytest.mark.parametrize("bad", ["a b", "a\r\nQUIT", "", "x\x00"])
 def test_arguments_cannot_inject_commands(bad: str) -> None:
-    with pytest.raises(ValueError, match="NNTP arguments|empty"):
+    with pytest.raises(ValueError, match=r"NNTP arguments|empty"):
         commands.group(bad)

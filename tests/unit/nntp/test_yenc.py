@@ -23,7 +23,9 @@ def test_round_trip_single_part(data: bytes, line_length: int) -> None:
 
 @given(st.binary(min_size=1, max_size=3000), st.integers(min_value=1, max_value=9))
 def test_round_trip_part(data: bytes, part: int) -> None:
-    encoded = yenc.encode(data, "big.rar", part=part, total=9, begin=1000 * part + 1, file_size=9000 + len(data))
+    encoded = yenc.encode(
+        data, "big.rar", part=part, total=9, begin=1000 * part + 1, file_size=9000 + len(data)
+    )
     decoded = yenc.decode(encoded)
     assert (decoded.data, decoded.part, decoded.total, decoded.begin) == (data, part, 9, 1000 * part + 1)
     assert decoded.end == 1000 * part + len(data)
@@ -45,7 +47,9 @@ def test_stream_decoder_any_split(data: bytes, cuts: list[int]) -> None:
 @given(st.binary(max_size=2000), st.integers(min_value=2, max_value=200))
 def test_encoded_lines_are_safe_for_nntp(data: bytes, line_length: int) -> None:
     for line in yenc.encode_data(data, line_length):
-        assert b"\r" not in line and b"\n" not in line and b"\x00" not in line
+        assert b"\r" not in line
+        assert b"\n" not in line
+        assert b"\x00" not in line
         assert not line.startswith((b".", b" ", b"\t"))
         assert not line.endswith((b" ", b"\t")) or line[-2:-1] == b"="
         assert len(line) <= line_length + 2
