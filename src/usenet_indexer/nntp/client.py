@@ -35,6 +35,7 @@ from usenet_indexer.nntp._events import (
     NeedData,
     Response,
 )
+from usenet_indexer.nntp._transport import ReadQueue
 from usenet_indexer.nntp.errors import (
     CompressedReplyCorrupt,
     NNTPConnectionError,
@@ -52,8 +53,6 @@ __all__ = ["Compression", "GroupInfo", "NNTPClient", "OverviewChunk"]
 # accepts it, else XZVER when it answers it, else plain OVER (XOVER when OVER is not advertised).
 Compression = Literal["auto", "deflate", "gzip", "gzip-terminator", "xzver", "none"]
 
-# How much one read asks of the socket: large enough that a 250 MB/s stream needs ~1000 reads/s.
-READ_SIZE = 256 * 1024
 _TCP_QUICKACK = getattr(socket, "TCP_QUICKACK", None)
 
 
@@ -138,7 +137,6 @@ class NNTPClient:
         connect_timeout: float | None = None,
         compression: Compression = "auto",
         cut_short_grace: float = 2.0,
-        read_size: int = READ_SIZE,
     ) -> None:
         if ssl and starttls:
             raise ValueError("choose ssl (implicit TLS) or starttls, not both")
@@ -156,13 +154,13 @@ class NNTPClient:
         self.connect_timeout = timeout if connect_timeout is None else connect_timeout
         self.compression: Compression = compression
         self.cut_short_grace = cut_short_grace
-        self.read_size = read_size
         self.capabilities: frozenset[str] = frozenset()
         self.current_group: str | None = None
         self.posting_allowed = False
         self._conn = NNTPConnection()
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
+        self._transport: asyncio.Transport | None = None
+        self._queue: ReadQueue | None = None
+        self._eof_fed = False
         self._broken = False
         self._gzip_refused = False
         self._xzver_refused = False
@@ -177,7 +175,7 @@ class NNTPClient:
 
     @property
     def connected(self) -> bool:
-        return self._writer is not None and not self._broken
+        return self._transport is not None and not self._broken
 
     @property
     def ready(self) -> bool:
@@ -205,19 +203,23 @@ class NNTPClient:
 
     async def connect(self) -> None:
         """Open the connection, read the greeting, set up TLS, log in, negotiate compression."""
-        if self._writer is not None:
+        if self._transport is not None:
             raise RuntimeError(f"already connected to {self.where}")
         self._conn = NNTPConnection()
         self._broken = False
+        self._eof_fed = False
+        loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(self.connect_timeout):
-                self._reader, self._writer = await asyncio.open_connection(
+                transport, self._queue = await loop.create_connection(
+                    ReadQueue,
                     self.host,
                     self.port,
                     ssl=self._context() if self.use_ssl else None,
                     server_hostname=self.host if self.use_ssl else None,
-                    limit=self.read_size,
                 )
+                assert isinstance(transport, asyncio.Transport)
+                self._transport = transport
         except TimeoutError:
             raise NNTPTimeout(
                 f"connecting to {self.where} took longer than {self.connect_timeout}s"
@@ -255,8 +257,8 @@ class NNTPClient:
         )
 
     def _tune_socket(self) -> None:
-        assert self._writer is not None
-        sock = self._writer.get_extra_info("socket")
+        assert self._transport is not None
+        sock = self._transport.get_extra_info("socket")
         if sock is None:
             return
         with contextlib.suppress(OSError):
@@ -266,9 +268,9 @@ class NNTPClient:
         # INN2 writes a reply's status line and its body separately; with delayed ACKs on our side
         # every small multi-line reply then waits ~40 ms for our ACK (Nagle on the server). Linux
         # leaves quick-ACK mode by itself, so it is set again before each reply is read.
-        if _TCP_QUICKACK is None or self._writer is None:
+        if _TCP_QUICKACK is None or self._transport is None:
             return
-        sock = self._writer.get_extra_info("socket")
+        sock = self._transport.get_extra_info("socket")
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, _TCP_QUICKACK, 1)
@@ -277,10 +279,18 @@ class NNTPClient:
         response = await self.simple(cmd.starttls())
         if response.code != 382:
             raise NNTPProtocolError(f"STARTTLS answered {response.code} {response.text!r}, expected 382")
-        assert self._writer is not None
+        assert self._transport is not None
+        assert self._queue is not None
+        loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(self.connect_timeout):
-                await self._writer.start_tls(self._context(), server_hostname=self.host)
+                transport = await loop.start_tls(
+                    self._transport, self._queue, self._context(), server_hostname=self.host
+                )
+            if transport is None:  # pragma: no cover - only for a closed transport
+                raise NNTPConnectionLost(f"{self.where} closed the connection during STARTTLS")
+            self._transport = transport
+            self._queue.transport = transport
         except TimeoutError:
             raise NNTPTimeout(
                 f"the TLS handshake with {self.where} took longer than {self.connect_timeout}s"
@@ -324,7 +334,7 @@ class NNTPClient:
 
     async def close(self) -> None:
         """Send QUIT (if the connection is healthy) and close it."""
-        if self._writer is None:
+        if self._transport is None:
             return
         if not self._broken and not self._conn.pending:
             with contextlib.suppress(NNTPError, OSError):
@@ -334,31 +344,31 @@ class NNTPClient:
 
     async def abort(self) -> None:
         """Close the connection at once, without QUIT."""
-        writer, self._writer, self._reader = self._writer, None, None
+        transport, self._transport = self._transport, None
+        queue, self._queue = self._queue, None
         self._broken = True
         self.current_group = None
-        if writer is None:
+        if transport is None:
             return
-        writer.close()
-        with contextlib.suppress(OSError, ssl.SSLError, TimeoutError):
-            async with asyncio.timeout(2.0):
-                await writer.wait_closed()
+        transport.close()
+        if queue is not None:
+            # Wait for connection_lost, so no transport outlives the client (ResourceWarning).
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(2.0):
+                    while not queue.eof:
+                        await queue.wait()
+                        queue.take()
 
     # -- the exchange --------------------------------------------------------------------------
 
     async def _send(self, command: Command) -> None:
-        if self._writer is None or self._broken:
-            raise NNTPConnectionLost(f"not connected to {self.where} (send {command})")
-        data = self._conn.send(command)
-        self._writer.write(data)
-        self._quickack()
-        try:
-            await self._writer.drain()
-        except OSError as exc:
+        transport = self._transport
+        if transport is None or self._broken or transport.is_closing():
             self._broken = True
-            raise NNTPConnectionLost(
-                f"the connection to {self.where} broke while sending {command}: {exc}"
-            ) from None
+            raise NNTPConnectionLost(f"not connected to {self.where} (send {command})")
+        # Commands are a few dozen bytes and each reply is awaited: no drain() needed.
+        transport.write(self._conn.send(command))
+        self._quickack()
 
     async def _event(self) -> Event:
         conn = self._conn
@@ -370,13 +380,25 @@ class NNTPClient:
                 raise
             if not isinstance(event, NeedData):
                 return event
-            if self._reader is None:
+            queue = self._queue
+            if queue is None:
                 raise NNTPConnectionLost(f"not connected to {self.where}")
+            chunks = queue.take()
+            if chunks:
+                for chunk in chunks:
+                    conn.receive_data(chunk)
+                continue
+            if queue.eof:
+                if self._eof_fed:  # pragma: no cover - the core raises or reports the close first
+                    raise NNTPConnectionLost(f"{self.where} closed the connection")
+                self._eof_fed = True
+                conn.receive_data(b"")
+                continue
             suspect = conn.suspect_cut_short
             wait = min(self.timeout, self.cut_short_grace) if suspect else self.timeout
             try:
                 async with asyncio.timeout(wait):
-                    data = await self._reader.read(self.read_size)
+                    await queue.wait()
             except TimeoutError:
                 self._broken = True
                 if suspect:
@@ -384,10 +406,6 @@ class NNTPClient:
                 raise NNTPTimeout(
                     f"{self.where} sent nothing for {wait}s while a reply was due; the connection is dropped"
                 ) from None
-            except (OSError, ssl.SSLError) as exc:
-                self._broken = True
-                raise NNTPConnectionLost(f"the connection to {self.where} broke: {exc}") from None
-            conn.receive_data(data)
 
     async def _response(self) -> Response:
         event = await self._event()
