@@ -90,16 +90,21 @@ def decode_data(text: bytes) -> bytes:
     if _LEADER_AFTER_DECODE not in translated:
         return translated
     parts = translated.split(bytes((_LEADER_AFTER_DECODE,)))
-    if not parts[-1]:
-        raise YEncError("yEnc data ends with an escape character and nothing after it")
     out = [parts[0]]
-    for part in parts[1:]:
-        if not part:
-            # "==": an escaped "=" encodes as "=}", so two leaders in a row are malformed, but
-            # decoders historically take the second as the escaped byte.
-            raise YEncError("yEnc data holds two escape characters in a row")
-        out.append(bytes(((part[0] - 64) % 256,)))
-        out.append(part[1:])
+    index, count = 1, len(parts)
+    while index < count:
+        part = parts[index]
+        if part:
+            out.append(bytes(((part[0] - 64) % 256,)))
+            out.append(part[1:])
+            index += 1
+        elif index + 1 < count:
+            # "==": encoders may escape any byte, and the escaped byte can itself be "=".
+            out.append(bytes(((_LEADER_AFTER_DECODE - 64) % 256,)))
+            out.append(parts[index + 1])
+            index += 2
+        else:
+            raise YEncError("yEnc data ends with an escape character and nothing after it")
     return b"".join(out)
 
 

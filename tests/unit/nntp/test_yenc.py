@@ -86,3 +86,13 @@ def test_not_yenc() -> None:
 
 def test_text_before_the_header_is_skipped() -> None:
     assert yenc.decode(b"preamble\r\n" + yenc.encode(b"data", "f")).data == b"data"
+
+
+def test_any_byte_may_be_escaped_even_to_an_equals_sign() -> None:
+    # yEnc lets encoders escape any byte; escaping the byte that encodes to 0xFD gives "==".
+    raw = bytes([(0xFD - 42) % 256, 65])
+    text = b"=" + bytes([(0xFD + 64) % 256]) + bytes([(65 + 42) % 256])
+    assert text.startswith(b"==")
+    assert yenc.decode_data(text) == raw
+    with pytest.raises(yenc.YEncError, match="ends with an escape"):
+        yenc.decode_data(b"abc=")
