@@ -24,9 +24,8 @@
 # INN2 facts this script works around (see also the project's INN2 notes):
 # - dpkg's configure step of inn2 fails while inn.conf has no domain and the host name has none:
 #   we set `domain` and re-run `dpkg --configure -a`.
-# - The default storage method (tradspool, one file per article) is slow for 300k articles and the
-#   default CNFS buffers wrap silently; timecaf stores articles in time-bucketed CAF files with no
-#   size cap.
+# - The default storage method (tradspool, one file per article) is slow for 300k articles, and
+#   timecaf refuses articles past 262144 per time bucket: CNFS with one large sparse buffer.
 # - nnrpdcheckart (default true) makes nnrpd stat every article before listing it in OVER; off here,
 #   so OVER runs at the overview database's speed.
 # - innd may take minutes to act on SIGTERM: stop it with `ctlinnd shutdown`.
@@ -140,7 +139,7 @@ set_conf domain "$DOMAIN"
 set_conf pathhost "inn2.$DOMAIN"
 set_conf port "$INND_PORT"
 set_conf bindaddress "127.0.0.1"
-set_conf bindaddress6 "none"
+set_conf bindaddress6 '"::1"'
 set_conf ovmethod tradindexed
 set_conf enableoverview true
 set_conf nnrpdcheckart false
@@ -150,11 +149,34 @@ set_conf tlscafile "$TLS_DIR/ca.crt"
 set_conf tlscertfile "$TLS_DIR/server.crt"
 set_conf tlskeyfile "$TLS_DIR/server.key"
 
+# CNFS: one cyclic buffer, created sparse (disk is used only as articles arrive). timecaf looked
+# simpler but refuses an article once one time bucket holds 262144 of them (CAF_ERR_ARTWONTFIT),
+# which bulk posting at ~10k/s reaches in half a minute. A CNFS buffer wraps silently when full,
+# overwriting the oldest articles: 8 GB holds ~2M small test articles.
+CYCBUFF_DIR=/var/spool/news/cycbuffs
+CYCBUFF_KB=8388608
+mkdir -p "$CYCBUFF_DIR"
+if [ ! -f "$CYCBUFF_DIR/one" ]; then
+    truncate -s "${CYCBUFF_KB}K" "$CYCBUFF_DIR/one"
+    CHANGED=1
+fi
+chown -R news:news "$CYCBUFF_DIR"
+chmod 664 "$CYCBUFF_DIR/one"
+
+write_if_changed "$ETC/cycbuff.conf" 644 root:news <<EOF
+# Managed by usenet-indexer's scripts/inn2-setup.sh.
+cycbuffupdate:25
+refreshinterval:30
+cycbuff:ONE:$CYCBUFF_DIR/one:$CYCBUFF_KB
+metacycbuff:BIG:ONE
+EOF
+
 write_if_changed "$ETC/storage.conf" 644 root:news <<'EOF'
-# Managed by usenet-indexer's scripts/inn2-setup.sh: timecaf has no size cap to wrap at.
-method timecaf {
+# Managed by usenet-indexer's scripts/inn2-setup.sh: every article in the CNFS buffer BIG.
+method cnfs {
     newsgroups: *
     class: 1
+    options: BIG
 }
 EOF
 
