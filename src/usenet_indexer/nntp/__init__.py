@@ -1,1 +1,99 @@
-"""NNTP: a sans-I/O protocol core and an asyncio transport."""
+"""NNTP: a sans-I/O protocol core, yEnc, an asyncio client and a connection pool.
+
+The core (:class:`NNTPConnection`, the events, :mod:`.commands`) does no I/O; :class:`NNTPClient`
+drives it over asyncio streams; :class:`NNTPPool` spreads work over servers and connections.
+"""
+
+from __future__ import annotations
+
+from usenet_indexer.nntp import _commands as commands
+from usenet_indexer.nntp._commands import Command
+from usenet_indexer.nntp._connection import NNTPConnection
+from usenet_indexer.nntp._events import (
+    NEED_DATA,
+    ConnectionClosed,
+    Data,
+    Encoding,
+    EndOfData,
+    Event,
+    NeedData,
+    Response,
+)
+from usenet_indexer.nntp.errors import (
+    AccessDenied,
+    ArticleNotFound,
+    AuthenticationError,
+    AuthOutOfSequence,
+    AuthRejected,
+    AuthRequired,
+    CommandSyntaxError,
+    CommandUnavailable,
+    CompressedReplyCorrupt,
+    CompressedReplyTruncated,
+    CompressionError,
+    EncryptionRequired,
+    NNTPConnectionError,
+    NNTPConnectionLost,
+    NNTPError,
+    NNTPPermanentError,
+    NNTPProtocolError,
+    NNTPReplyError,
+    NNTPTemporaryError,
+    NNTPTimeout,
+    NNTPTLSError,
+    NoCurrentArticle,
+    NoGroupSelected,
+    NoSuchArticle,
+    NoSuchArticleNumber,
+    NoSuchGroup,
+    ServiceDiscontinued,
+    TLSUnavailable,
+    TooManyConnections,
+    UnknownCommand,
+    error_for_reply,
+)
+
+__all__ = [
+    "NEED_DATA",
+    "AccessDenied",
+    "ArticleNotFound",
+    "AuthOutOfSequence",
+    "AuthRejected",
+    "AuthRequired",
+    "AuthenticationError",
+    "Command",
+    "CommandSyntaxError",
+    "CommandUnavailable",
+    "CompressedReplyCorrupt",
+    "CompressedReplyTruncated",
+    "CompressionError",
+    "ConnectionClosed",
+    "Data",
+    "Encoding",
+    "EncryptionRequired",
+    "EndOfData",
+    "Event",
+    "NNTPConnection",
+    "NNTPConnectionError",
+    "NNTPConnectionLost",
+    "NNTPError",
+    "NNTPPermanentError",
+    "NNTPProtocolError",
+    "NNTPReplyError",
+    "NNTPTLSError",
+    "NNTPTemporaryError",
+    "NNTPTimeout",
+    "NeedData",
+    "NoCurrentArticle",
+    "NoGroupSelected",
+    "NoSuchArticle",
+    "NoSuchArticleNumber",
+    "NoSuchGroup",
+    "Response",
+    "ServiceDiscontinued",
+    "TLSUnavailable",
+    "TooManyConnections",
+    "UnknownCommand",
+    "commands",
+    "error_for_reply",
+]

@@ -1,0 +1,236 @@
+"""Overview fetch speed from INN2: our pool/client against a bare-socket reader, same commands, same run.
+
+For 1, 4 and 8 connections, plain and compressed (COMPRESS DEFLATE, what INN2 offers), both readers
+fetch the same group split into the same chunks (OVER first-last), the bare reader with one
+blocking socket per connection in threads and no parsing beyond finding each reply's end (the
+server's own limit), ours through NNTPPool.over_chunk. Prints a table, then one JSON line.
+
+    uv run python bench/fetch.py [--quick] [--articles N] [--chunk N] [--rounds N]
+
+Needs INN2 (scripts/inn2-setup.sh, run here as needed: root). It posts its own articles to a
+dedicated group when that group holds fewer than asked for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import socket
+import sys
+import threading
+import time
+import zlib
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.support import inn2
+
+from usenet_indexer.nntp.pool import NNTPPool, ServerSettings
+
+GROUP = "alt.binaries.bench.fetch"
+
+
+def ensure_articles(wanted: int) -> int:
+    inn2.ensure_inn2([GROUP])
+    have = _group_high(GROUP)
+    if have < wanted:
+        print(f"posting {wanted - have} articles to {GROUP} (has {have})", file=sys.stderr)
+        started = time.perf_counter()
+        inn2.post_articles(GROUP, (inn2.yenc_article(i) for i in range(have + 1, wanted + 1)))
+        print(f"  posted in {time.perf_counter() - started:.1f}s", file=sys.stderr)
+    return _group_high(GROUP)
+
+
+def _group_high(group: str) -> int:
+    with socket.create_connection((inn2.HOST, inn2.PLAIN_PORT), timeout=30) as sock:
+        reader = sock.makefile("rb")
+        reader.readline()
+        sock.sendall(f"GROUP {group}\r\n".encode())
+        parts = reader.readline().split()
+        sock.sendall(b"QUIT\r\n")
+        reader.readline()
+        reader.close()
+    return int(parts[3]) if parts[0] == b"211" else 0
+
+
+def chunks_of(last: int, size: int) -> list[tuple[int, int]]:
+    return [(first, min(first + size - 1, last)) for first in range(1, last + 1, size)]
+
+
+# -- the bare reader: the server's own limit ---------------------------------------------------------
+
+
+class _Bare:
+    """One blocking socket: sends OVER, reads until the reply's terminator; counts lines roughly."""
+
+    def __init__(self, compressed: bool) -> None:
+        self.sock = socket.create_connection((inn2.HOST, inn2.PLAIN_PORT), timeout=60)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.inflater: zlib._Decompress | None = None
+        self.deflater: zlib._Compress | None = None
+        self._read_line()  # greeting
+        self.command(b"GROUP " + GROUP.encode())
+        if compressed:
+            self.command(b"COMPRESS DEFLATE")
+            self.inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+            self.deflater = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
+        self.pending = b""
+
+    def _read_line(self) -> bytes:
+        data = b""
+        while not data.endswith(b"\r\n"):
+            data += self.sock.recv(4096)
+        return data
+
+    def _send(self, data: bytes) -> None:
+        if self.deflater is not None:
+            data = self.deflater.compress(data) + self.deflater.flush(zlib.Z_SYNC_FLUSH)
+        self.sock.sendall(data)
+
+    def _recv(self) -> bytes:
+        data = self.sock.recv(262144)
+        if not data:
+            raise ConnectionError("closed")
+        return self.inflater.decompress(data) if self.inflater is not None else data
+
+    def command(self, line: bytes) -> None:
+        self._send(line + b"\r\n")
+        data = b""
+        while not data.endswith(b"\r\n"):
+            data += self._recv() if self.inflater is not None else self.sock.recv(4096)
+
+    def over(self, first: int, last: int) -> int:
+        self._send(b"OVER %d-%d\r\n" % (first, last))
+        tail = b""
+        newlines = 0
+        while True:
+            data = self._recv()
+            newlines += data.count(b"\n")
+            tail = (tail + data)[-5:]
+            if tail.endswith(b"\r\n.\r\n"):
+                return newlines - 2  # minus the status line and the terminator
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def run_bare(connections: int, chunks: list[tuple[int, int]], compressed: bool) -> tuple[float, int]:
+    readers = [_Bare(compressed) for _ in range(connections)]
+    queue = list(reversed(chunks))
+    lock = threading.Lock()
+    counts = [0] * connections
+
+    def work(index: int) -> None:
+        while True:
+            with lock:
+                if not queue:
+                    return
+                first, last = queue.pop()
+            counts[index] += readers[index].over(first, last)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(connections)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - started
+    for reader in readers:
+        reader.close()
+    return elapsed, sum(counts)
+
+
+# -- ours -------------------------------------------------------------------------------------------
+
+
+async def run_ours(connections: int, chunks: list[tuple[int, int]], compressed: bool) -> tuple[float, int]:
+    server = ServerSettings(
+        host=inn2.HOST,
+        port=inn2.PLAIN_PORT,
+        connections=connections,
+        compression="auto" if compressed else "none",
+        timeout=60,
+    )
+    async with NNTPPool([server]) as pool:
+        # Open the connections first, as the bare reader does before its clock starts.
+        await asyncio.gather(*(pool.over_chunk(GROUP, 1, 1) for _ in range(connections * 2)))
+        queue = list(reversed(chunks))
+        total = 0
+
+        async def work() -> None:
+            nonlocal total
+            while queue:
+                first, last = queue.pop()
+                chunk = await pool.over_chunk(GROUP, first, last)
+                total += chunk.lines
+
+        started = time.perf_counter()
+        await asyncio.gather(*(work() for _ in range(connections)))
+        elapsed = time.perf_counter() - started
+    return elapsed, total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="50k articles, one round")
+    parser.add_argument(
+        "--articles", type=int, default=None, help="articles in the bench group (default 300k)"
+    )
+    parser.add_argument("--chunk", type=int, default=20_000, help="articles per OVER command")
+    parser.add_argument("--rounds", type=int, default=None, help="best of N rounds per figure")
+    parser.add_argument(
+        "--passes",
+        type=int,
+        default=None,
+        help="fetch the range this many times per measurement (so it lasts long enough)",
+    )
+    args = parser.parse_args()
+    wanted = args.articles or (50_000 if args.quick else 300_000)
+    rounds = args.rounds or 3
+    passes = args.passes or (4 if args.quick else 1)
+    high = ensure_articles(wanted)
+    last = min(high, wanted)
+    chunks = chunks_of(last, min(args.chunk, max(1, last // 8))) * passes
+    # The group may have gaps (articles innd refused keep no number), so the expected count is what
+    # a single bare pass returns; every later run of either reader must return exactly that.
+    expected = run_bare(1, chunks_of(last, min(args.chunk, max(1, last // 8))), False)[1] * passes
+    print(
+        f"group {GROUP}: articles 1-{last}, {passes} pass(es) in {len(chunks)} chunks, best of {rounds}",
+        file=sys.stderr,
+    )
+    results: dict[str, float] = {}
+    print(f"{'mode':<11}{'conns':>6}{'bare art/s':>14}{'ours art/s':>14}{'ratio':>8}")
+    for compressed in (False, True):
+        mode = "compressed" if compressed else "plain"
+        for connections in (1, 4, 8):
+            bare_best = ours_best = 0.0
+            for _ in range(rounds):
+                elapsed, count = run_bare(connections, chunks, compressed)
+                if count != expected:
+                    raise SystemExit(f"bare reader got {count} overview lines, expected {expected}")
+                bare_best = max(bare_best, count / elapsed)
+                elapsed, count = asyncio.run(run_ours(connections, chunks, compressed))
+                if count != expected:
+                    raise SystemExit(f"our client got {count} overview lines, expected {expected}")
+                ours_best = max(ours_best, count / elapsed)
+            ratio = ours_best / bare_best
+            print(f"{mode:<11}{connections:>6}{bare_best:>14,.0f}{ours_best:>14,.0f}{ratio:>8.2f}")
+            results[f"{mode}_bare_{connections}"] = round(bare_best)
+            results[f"{mode}_ours_{connections}"] = round(ours_best)
+            results[f"ratio_{mode}_{connections}"] = round(ratio, 3)
+    summary: dict[str, object] = {"articles": last, "passes": passes, "chunk": chunks[0][1], "rounds": rounds}
+    for connections in (1, 4, 8):
+        # The headline ratio is the worse of plain and compressed.
+        summary[f"ratio_vs_bare_{connections}"] = min(
+            results[f"ratio_plain_{connections}"], results[f"ratio_compressed_{connections}"]
+        )
+    summary.update(results)
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()

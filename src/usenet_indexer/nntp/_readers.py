@@ -1,0 +1,312 @@
+"""Readers for the body of a multi-line reply: plain, per-reply zlib/gzip, and XZVER.
+
+Each body reader consumes bytes from the front of the connection's buffer and returns the next
+:class:`Data` or :class:`EndOfData`, or ``None`` when it needs more bytes. Invariants:
+
+- A reader never takes bytes that belong to the next reply: bytes after the end of its body stay in
+  the buffer (a compressed stream's trailing ``unused_data`` is put back at its front).
+- A reader never holds a whole reply: it returns what it has decoded as soon as it has whole lines,
+  and a line longer than ``PIECE`` bytes leaves in pieces.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+from usenet_indexer.nntp._events import Data, Encoding, EndOfData
+from usenet_indexer.nntp.errors import (
+    CompressedReplyCorrupt,
+    CompressedReplyTruncated,
+    NNTPProtocolError,
+)
+from usenet_indexer.nntp.yenc import YEncCRCError, YEncError, YEncStreamDecoder
+
+__all__ = ["PIECE", "BodyReader", "DotReader", "PlainBody", "XzverBody", "ZlibBody"]
+
+# A line longer than this leaves the reader in pieces (a 1 MB overview line must pass through
+# without the reader waiting for the whole of it).
+PIECE = 256 * 1024
+# At most this much decompressed output per step, so a small compressed input that inflates to
+# gigabytes (a "zip bomb", or garbage) is handed out in bounded pieces.
+INFLATE_STEP = 1024 * 1024
+
+_DOT = 0x2E
+_CR = 0x0D
+_LF = 0x0A
+
+
+class DotReader:
+    """Dot-unstuffing and terminator detection over a byte buffer (RFC 3977 3.1.1).
+
+    ``read(buf)`` consumes from the front of ``buf`` and returns unstuffed bytes (possibly empty),
+    or ``None`` when nothing can be decided without more bytes. ``done`` turns true once the
+    terminating ``.`` line has been consumed. The terminator must be ``.`` CRLF (RFC 3977); other
+    lines may end in a bare LF.
+    """
+
+    __slots__ = ("at_line_start", "done")
+
+    def __init__(self) -> None:
+        self.at_line_start = True
+        self.done = False
+
+    def read(self, buf: bytearray) -> bytes | None:
+        size = len(buf)
+        if size == 0 or self.done:
+            return None
+        if self.at_line_start and buf[0] == _DOT:
+            # A "." at the start of a line is either the terminator or a stuffed dot.
+            if size < 2:
+                return None
+            if buf[1] == _CR and size >= 3 and buf[2] == _LF:
+                del buf[:3]
+                self.done = True
+                return b""
+            if buf[1] == _CR and size < 3:
+                return None
+            del buf[0]
+            size -= 1
+            self.at_line_start = False
+            if size == 0:
+                return None
+        last_lf = buf.rfind(b"\n")
+        if last_lf < 0:
+            if size < PIECE:
+                return None
+            piece = bytes(buf)
+            buf.clear()
+            self.at_line_start = False
+            return piece
+        if last_lf + 1 == size:
+            block = bytes(buf)
+            buf.clear()
+        else:
+            block = bytes(buf[: last_lf + 1])
+            del buf[: last_lf + 1]
+        self.at_line_start = True
+        # One scan for "\n." finds both the terminator and stuffed dots; overview lines start with
+        # a digit, so the common case is one miss over the block and nothing else to do.
+        dot = block.find(b"\n.")
+        if dot < 0:
+            return block
+        end = block.find(b"\n.\r\n", dot)
+        if end < 0:
+            return block.replace(b"\n.", b"\n")
+        # The terminator: what follows it belongs to the next reply; give it back.
+        rest = block[end + 4 :]
+        if rest:
+            buf[0:0] = rest
+        self.done = True
+        # Every "." that starts a line inside the payload was stuffed (the first line's was removed
+        # above): drop it.
+        payload = block[: end + 1]
+        return payload.replace(b"\n.", b"\n") if dot < end else payload
+
+    def flush(self, buf: bytearray) -> bytes:
+        """The rest of ``buf`` as a last partial line (for a body whose end is not a dot line)."""
+        if not buf:
+            return b""
+        if self.at_line_start and buf[0] == _DOT:
+            del buf[0]
+        piece = bytes(buf)
+        buf.clear()
+        self.at_line_start = piece.endswith(b"\n")
+        return piece
+
+
+class BodyReader:
+    """One multi-line reply's body: ``next`` returns Data pieces, then one EndOfData, then None."""
+
+    encoding: Encoding = "plain"
+
+    def next(self, buf: bytearray) -> Data | EndOfData | None:
+        raise NotImplementedError
+
+    @property
+    def suspect_cut_short(self) -> bool:
+        """True when the body looks complete on the wire but its compressed stream is not."""
+        return False
+
+
+class PlainBody(BodyReader):
+    def __init__(self) -> None:
+        self._reader = DotReader()
+        self._ended = False
+
+    def next(self, buf: bytearray) -> Data | EndOfData | None:
+        if self._reader.done:
+            if self._ended:
+                return None
+            self._ended = True
+            return EndOfData()
+        payload = self._reader.read(buf)
+        if payload is None:
+            return None
+        if self._reader.done and not payload:
+            self._ended = True
+            return EndOfData()
+        return Data(payload)
+
+
+class _Inner:
+    """The decompressed text of a compressed body: itself dot-terminated or not, possibly stuffed.
+
+    Servers differ on whether the ``.`` line is inside the compressed data; both are accepted, and
+    data after an inner terminator is an error rather than something silently dropped.
+    """
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.reader = DotReader()
+
+    @property
+    def terminated(self) -> bool:
+        return self.reader.done
+
+    def feed(self, data: bytes, context: str) -> bytes:
+        if not data:
+            return b""
+        if self.reader.done:
+            raise CompressedReplyCorrupt(f"{context}: data after the terminator inside the compressed reply")
+        self.buf += data
+        out: list[bytes] = []
+        while not self.reader.done:
+            piece = self.reader.read(self.buf)
+            if piece is None:
+                break
+            out.append(piece)
+        if self.reader.done and self.buf:
+            raise CompressedReplyCorrupt(f"{context}: data after the terminator inside the compressed reply")
+        return b"".join(out)
+
+    def flush(self) -> bytes:
+        return b"" if self.reader.done else self.reader.flush(self.buf)
+
+
+class ZlibBody(BodyReader):
+    """XFEATURE COMPRESS GZIP: the body is one zlib (or gzip) stream.
+
+    With TERMINATOR a ``.`` line follows the stream; without it the stream's end ends the reply. The
+    end is found by inflating (``eof``), never by looking for ``.\\r\\n`` in compressed bytes, where it
+    can occur by chance.
+    """
+
+    def __init__(self, *, terminator: bool, command: str) -> None:
+        self._terminator = terminator
+        self._command = command
+        self._inflater = zlib.decompressobj(zlib.MAX_WBITS | 32)  # zlib or gzip header, detected
+        self._inner = _Inner()
+        self._state = "stream"  # stream -> terminator -> done
+        self._tail = b""
+        self.encoding = "zlib"
+        self._sniffed = False
+
+    @property
+    def suspect_cut_short(self) -> bool:
+        # The stream is not finished but the last bytes received were ".\r\n": most likely the
+        # server cut the compressed data short and terminated the reply. Only a pause can tell it
+        # from a stream that happens to contain those bytes; the transport waits briefly, then asks.
+        return self._state == "stream" and self._tail.endswith(b".\r\n")
+
+    def next(self, buf: bytearray) -> Data | EndOfData | None:
+        if self._state == "ended":
+            return None
+        if self._state == "done":
+            self._state = "ended"
+            return EndOfData(self.encoding)
+        if self._state == "terminator":
+            if not self._read_terminator(buf):
+                return None
+            self._state = "ended"
+            return EndOfData(self.encoding)
+        if not buf:
+            return None
+        if not self._sniffed:
+            self.encoding = "gzip" if buf[0] == 0x1F else "zlib"
+            self._sniffed = True
+        raw = bytes(buf)
+        buf.clear()
+        try:
+            out = self._inflater.decompress(raw, INFLATE_STEP)
+        except zlib.error as exc:
+            raise CompressedReplyCorrupt(
+                f"the compressed reply to {self._command} does not inflate: {exc}"
+            ) from None
+        left = self._inflater.unused_data if self._inflater.eof else self._inflater.unconsumed_tail
+        used = raw[: len(raw) - len(left)]
+        if left:
+            buf[0:0] = left
+        self._tail = (self._tail + used)[-3:]
+        data = self._inner.feed(out, f"the reply to {self._command}")
+        if self._inflater.eof:
+            data += self._inner.flush()
+            self._state = "terminator" if self._terminator and not self._inner.terminated else "done"
+        return Data(data, used)
+
+    def _read_terminator(self, buf: bytearray) -> bool:
+        newline = buf.find(b"\n")
+        if newline < 0:
+            if len(buf) >= 3:
+                got = bytes(buf[:40])
+                raise NNTPProtocolError(
+                    f"expected the '.' line after the compressed reply to {self._command}, got {got!r}"
+                )
+            return False
+        line = bytes(buf[:newline]).rstrip(b"\r")
+        if line != b".":
+            raise NNTPProtocolError(
+                f"expected the '.' line after the compressed reply to {self._command}, got {line[:40]!r}"
+            )
+        del buf[: newline + 1]
+        return True
+
+
+class XzverBody(BodyReader):
+    """XZVER: a dot-terminated body of yEnc lines whose decoded bytes are one raw deflate stream."""
+
+    encoding: Encoding = "deflate"
+
+    def __init__(self, command: str) -> None:
+        self._command = command
+        self._outer = DotReader()
+        self._yenc = YEncStreamDecoder()
+        self._inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+        self._inner = _Inner()
+        self._complete = False
+        self._ended = False
+
+    def next(self, buf: bytearray) -> Data | EndOfData | None:
+        if self._ended:
+            return None
+        if self._complete:
+            self._ended = True
+            return EndOfData("deflate")
+        payload = self._outer.read(buf)
+        if payload is None:
+            return None
+        context = f"the XZVER reply to {self._command}"
+        try:
+            raw = self._yenc.feed(payload)
+            if self._outer.done:
+                raw += self._yenc.finish()
+        except YEncCRCError as exc:
+            raise CompressedReplyCorrupt(f"{context}: {exc}") from None
+        except YEncError as exc:
+            if "cut short" in str(exc) or "size=" in str(exc):
+                raise CompressedReplyTruncated(f"{context}: {exc}") from None
+            raise CompressedReplyCorrupt(f"{context}: {exc}") from None
+        try:
+            out = self._inflater.decompress(raw)
+        except zlib.error as exc:
+            raise CompressedReplyCorrupt(f"{context} does not inflate: {exc}") from None
+        if self._inflater.unused_data:
+            raise CompressedReplyCorrupt(f"{context}: bytes after the end of the deflate stream")
+        data = self._inner.feed(out, context)
+        if self._outer.done:
+            if not self._inflater.eof:
+                raise CompressedReplyTruncated(
+                    f"{context} ended before its deflate stream did: the server cut it short"
+                )
+            data += self._inner.flush()
+            self._complete = True
+        return Data(data, raw)

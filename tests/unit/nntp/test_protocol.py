@@ -1,0 +1,409 @@
+"""The sans-I/O core: any split of the byte stream gives the same events; garbage raises, never crashes."""
+
+from __future__ import annotations
+
+import contextlib
+import zlib
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from usenet_indexer.nntp import (
+    NEED_DATA,
+    AccessDenied,
+    ArticleNotFound,
+    AuthRequired,
+    CompressedReplyCorrupt,
+    CompressedReplyTruncated,
+    ConnectionClosed,
+    Data,
+    EncryptionRequired,
+    EndOfData,
+    NNTPConnection,
+    NNTPConnectionLost,
+    NNTPError,
+    NNTPProtocolError,
+    NoSuchArticle,
+    NoSuchArticleNumber,
+    NoSuchGroup,
+    Response,
+    ServiceDiscontinued,
+    TooManyConnections,
+    UnknownCommand,
+    commands,
+    error_for_reply,
+    yenc,
+)
+
+OVERVIEW = b"".join(
+    b"%d\tsubject %d\tposter\tdate\t<%d@x>\t\t%d\t%d\txref\r\n" % (i, i, i, i, i) for i in range(1, 300)
+)
+
+
+def run(conn: NNTPConnection, pieces: list[bytes], eof: bool = False) -> list[object]:
+    events: list[object] = []
+    for piece in [*pieces, None]:
+        if piece is None:
+            if not eof:
+                pass
+            else:
+                conn.receive_data(b"")
+        else:
+            conn.receive_data(piece)
+        while True:
+            event = conn.next_event()
+            if event is NEED_DATA:
+                break
+            events.append(event)
+    return events
+
+
+def split(data: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({c % (len(data) + 1) for c in cuts})
+    out, last = [], 0
+    for point in points:
+        out.append(data[last:point])
+        last = point
+    out.append(data[last:])
+    return [p for p in out if p]
+
+
+def normalise(events: list[object]) -> list[object]:
+    """Merge consecutive Data events: how a body is split into pieces is not part of the contract."""
+    merged: list[object] = []
+    for event in events:
+        if isinstance(event, Data) and merged and isinstance(merged[-1], Data):
+            previous = merged.pop()
+            assert isinstance(previous, Data)
+            event = Data(previous.data + event.data, previous.compressed + event.compressed)
+        merged.append(event)
+    return merged
+
+
+def stuffed(text: bytes) -> bytes:
+    return (b"." + text if text.startswith(b".") else text).replace(b"\r\n.", b"\r\n..")
+
+
+def plain_session() -> tuple[NNTPConnection, bytes]:
+    conn = NNTPConnection()
+    conn.send(commands.group("a.b"))
+    conn.send(commands.over(1, 299))
+    conn.send(commands.body("<x@y>"))
+    conn.send(commands.group("nope"))
+    body = b".starts with a dot\r\n..two dots\r\nmiddle . dot\r\n.\tdot tab\r\n"
+    wire = (
+        b"200 server ready\r\n211 299 1 299 a.b\r\n224 overview\r\n"
+        + stuffed(OVERVIEW)
+        + b".\r\n"
+        + b"222 0 <x@y>\r\n"
+        + stuffed(body)
+        + b".\r\n"
+        + b"411 no such group\r\n"
+    )
+    return conn, wire
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.integers(min_value=0, max_value=100_000), max_size=40))
+def test_any_split_of_a_plain_session_gives_the_same_events(cuts: list[int]) -> None:
+    conn, wire = plain_session()
+    expected = normalise(run(conn, [wire]))
+    conn2, _ = plain_session()
+    assert normalise(run(conn2, split(wire, cuts))) == expected
+
+
+def test_plain_session_events() -> None:
+    conn, wire = plain_session()
+    events = normalise(run(conn, [wire]))
+    assert [type(e).__name__ for e in events] == [
+        "Response",
+        "Response",
+        "Response",
+        "Data",
+        "EndOfData",
+        "Response",
+        "Data",
+        "EndOfData",
+        "Response",
+    ]
+    assert events[3] == Data(OVERVIEW)
+    assert events[6] == Data(b".starts with a dot\r\n..two dots\r\nmiddle . dot\r\n.\tdot tab\r\n")
+    last = events[-1]
+    assert isinstance(last, Response)
+    with pytest.raises(NoSuchGroup):
+        last.raise_for_error()
+
+
+def test_one_byte_at_a_time() -> None:
+    conn, wire = plain_session()
+    expected = normalise(run(conn, [wire]))
+    conn2, _ = plain_session()
+    assert normalise(run(conn2, [wire[i : i + 1] for i in range(len(wire))])) == expected
+
+
+def test_empty_body_and_lone_dot_lines() -> None:
+    conn = NNTPConnection()
+    conn.send(commands.over(5, 6))
+    conn.send(commands.over(7, 8))
+    events = run(conn, [b"200 hi\r\n224 none\r\n.\r\n224 one\r\n..\r\n.\r\n"])
+    assert events[1:] == [
+        Response(224, "none", True, commands.over(5, 6)),
+        EndOfData(),
+        Response(224, "one", True, commands.over(7, 8)),
+        Data(b".\r\n"),
+        EndOfData(),
+    ]
+
+
+def test_long_line_streams_in_pieces() -> None:
+    line = b"1\t" + b"s" * 3_000_000 + b"\r\n"
+    conn = NNTPConnection()
+    conn.send(commands.over(1, 1))
+    conn.receive_data(b"200 hi\r\n224 ok\r\n")
+    assert isinstance(conn.next_event(), Response)
+    assert isinstance(conn.next_event(), Response)
+    pieces = []
+    for start in range(0, len(line), 100_000):
+        conn.receive_data(line[start : start + 100_000])
+        while (event := conn.next_event()) is not NEED_DATA:
+            assert isinstance(event, Data)
+            pieces.append(event.data)
+    # Delivered before the line ended: never held whole.
+    assert len(pieces) > 1
+    conn.receive_data(b".\r\n")
+    assert isinstance(conn.next_event(), EndOfData)
+    assert b"".join(pieces) == line
+
+
+def test_compress_deflate_both_directions() -> None:
+    conn = NNTPConnection()
+    run(conn, [b"200 hi\r\n"])
+    conn.send(commands.compress_deflate())
+    deflater = zlib.compressobj(6, zlib.DEFLATED, -15)
+    # The 206 line is plain; everything after it is compressed, even in the same read.
+    first = deflater.compress(b"211 3 1 3 a.b\r\n") + deflater.flush(zlib.Z_SYNC_FLUSH)
+    assert run(conn, [b"206 compression active\r\n"]) == [
+        Response(206, "compression active", False, commands.compress_deflate())
+    ]
+    sent = conn.send(commands.group("a.b"))
+    assert zlib.decompressobj(-15).decompress(sent) == b"GROUP a.b\r\n"
+    assert conn.compress_deflate_active
+    events = run(conn, [first])
+    assert events == [Response(211, "3 1 3 a.b", False, commands.group("a.b"))]
+
+
+def test_compress_deflate_response_and_data_in_one_read() -> None:
+    conn = NNTPConnection()
+    run(conn, [b"200 hi\r\n"])
+    conn.send(commands.compress_deflate())
+    conn.receive_data(b"206 ok\r\n")
+    assert isinstance(conn.next_event(), Response)
+    conn.send(commands.over(1, 299))
+    deflater = zlib.compressobj(6, zlib.DEFLATED, -15)
+    wire = deflater.compress(b"224 ok\r\n" + OVERVIEW + b".\r\n") + deflater.flush(zlib.Z_SYNC_FLUSH)
+    events = normalise(run(conn, split(wire, [7, 50, 51, 52])))
+    assert events[1:] == [Data(OVERVIEW), EndOfData()]
+
+
+def gzip_session(
+    terminator: bool, data_inside_terminator: bool = False
+) -> tuple[NNTPConnection, bytes, bytes]:
+    conn = NNTPConnection()
+    run(conn, [b"200 hi\r\n"])
+    conn.send(commands.xfeature_compress_gzip(terminator=terminator))
+    run(conn, [b"290 feature enabled\r\n"])
+    conn.send(commands.over(1, 299))
+    conn.send(commands.group("a.b"))
+    inner = stuffed(OVERVIEW) + (b".\r\n" if data_inside_terminator else b"")
+    stream = zlib.compress(inner)
+    wire = (
+        b"224 ok [COMPRESS=GZIP]\r\n"
+        + stream
+        + (b".\r\n" if terminator and not data_inside_terminator else b"")
+    )
+    return conn, wire + b"211 3 1 3 a.b\r\n", stream
+
+
+@settings(max_examples=100)
+@given(st.booleans(), st.booleans(), st.lists(st.integers(min_value=0, max_value=50_000), max_size=20))
+def test_gzip_bodies_any_split(terminator: bool, inside: bool, cuts: list[int]) -> None:
+    conn, wire, stream = gzip_session(terminator, inside)
+    events = normalise(run(conn, split(wire, cuts)))
+    assert events[1] == Data(OVERVIEW, stream)
+    assert events[2] == EndOfData("zlib")
+    assert isinstance(events[3], Response)
+    assert events[3].code == 211
+
+
+def test_gzip_stray_terminator_after_a_no_terminator_stream_is_skipped() -> None:
+    conn, wire, _ = gzip_session(False)
+    head, _, tail = wire.partition(b"211 ")
+    events = normalise(run(conn, [head + b".\r\n211 " + tail]))
+    assert isinstance(events[-1], Response)
+    assert events[-1].code == 211
+
+
+def test_gzip_plain_reply_when_the_server_does_not_compress() -> None:
+    conn = NNTPConnection()
+    run(conn, [b"200 hi\r\n"])
+    conn.send(commands.xfeature_compress_gzip(terminator=True))
+    run(conn, [b"290 ok\r\n"])
+    conn.send(commands.over(1, 299))
+    events = normalise(run(conn, [b"224 ok\r\n" + OVERVIEW + b".\r\n"]))
+    assert events[1:] == [Data(OVERVIEW), EndOfData()]
+
+
+def test_gzip_cut_short_is_suspected_then_declared() -> None:
+    conn, _wire, stream = gzip_session(True)
+    conn.receive_data(b"224 ok [COMPRESS=GZIP]\r\n" + stream[: len(stream) // 2] + b".\r\n")
+    while conn.next_event() is not NEED_DATA:
+        pass
+    assert conn.suspect_cut_short
+    error = conn.declare_cut_short()
+    assert isinstance(error, CompressedReplyTruncated)
+    with pytest.raises(CompressedReplyTruncated):
+        conn.next_event()
+
+
+def test_gzip_garbage_body_is_corrupt() -> None:
+    conn, _, _ = gzip_session(True)
+    conn.receive_data(b"224 ok [COMPRESS=GZIP]\r\nx\x9cTHIS IS NOT DEFLATE AT ALL\r\n.\r\n")
+    with pytest.raises(CompressedReplyCorrupt):
+        run(conn, [])
+
+
+def xzver_wire(stream: bytes) -> bytes:
+    return b"224 ok\r\n" + stuffed(yenc.encode(stream, "xzver")) + b".\r\n"
+
+
+@settings(max_examples=100)
+@given(st.lists(st.integers(min_value=0, max_value=50_000), max_size=20))
+def test_xzver_any_split(cuts: list[int]) -> None:
+    deflater = zlib.compressobj(9, zlib.DEFLATED, -15)
+    stream = deflater.compress(OVERVIEW) + deflater.flush()
+    conn = NNTPConnection()
+    conn.send(commands.xzver(1, 299))
+    events = normalise(run(conn, split(b"200 hi\r\n" + xzver_wire(stream), cuts)))
+    assert events[2] == Data(OVERVIEW, stream)
+    assert events[3] == EndOfData("deflate")
+
+
+def test_xzver_truncated_and_crc_failures() -> None:
+    deflater = zlib.compressobj(9, zlib.DEFLATED, -15)
+    stream = deflater.compress(OVERVIEW) + deflater.flush()
+    conn = NNTPConnection()
+    conn.send(commands.xzver(1, 299))
+    with pytest.raises(CompressedReplyTruncated):
+        run(conn, [b"200 hi\r\n" + xzver_wire(stream[:-20])])
+    bad_crc = xzver_wire(stream).replace(b"crc32=", b"crc32=0")[:-3] + b".\r\n"
+    wire = bad_crc.rsplit(b"crc32=", 1)[0] + b"crc32=deadbeef\r\n.\r\n"
+    conn = NNTPConnection()
+    conn.send(commands.xzver(1, 299))
+    with pytest.raises(CompressedReplyCorrupt, match="crc32"):
+        run(conn, [b"200 hi\r\n" + wire])
+
+
+def test_connection_lost_mid_reply_and_clean_close() -> None:
+    conn = NNTPConnection()
+    conn.send(commands.over(1, 299))
+    with pytest.raises(NNTPConnectionLost, match="middle of the reply"):
+        run(conn, [b"200 hi\r\n224 ok\r\n1\tpartial"], eof=True)
+    conn = NNTPConnection()
+    conn.send(commands.quit())
+    events = run(conn, [b"200 hi\r\n205 bye\r\n"], eof=True)
+    assert isinstance(events[-1], ConnectionClosed)
+
+
+def test_state_changing_commands_cannot_be_pipelined() -> None:
+    conn = NNTPConnection()
+    with pytest.raises(ValueError, match="no reply is outstanding"):
+        conn.send(commands.starttls())
+    run(conn, [b"200 hi\r\n"])
+    conn.send(commands.compress_deflate())
+    with pytest.raises(ValueError, match="pipeline"):
+        conn.send(commands.group("a"))
+
+
+def test_starttls_with_bytes_after_382_is_refused() -> None:
+    conn = NNTPConnection()
+    run(conn, [b"200 hi\r\n"])
+    conn.send(commands.starttls())
+    with pytest.raises(NNTPProtocolError, match="before the TLS handshake"):
+        run(conn, [b"382 go ahead\r\n\x16\x03"])
+
+
+@settings(max_examples=300)
+@given(st.binary(max_size=3000), st.sampled_from(["plain", "gzip", "xzver", "deflate"]))
+def test_garbage_never_crashes(garbage: bytes, mode: str) -> None:
+    conn = NNTPConnection()
+    try:
+        run(conn, [b"200 hi\r\n"])
+        if mode == "gzip":
+            conn.send(commands.xfeature_compress_gzip(terminator=True))
+            run(conn, [b"290 ok\r\n"])
+        elif mode == "deflate":
+            conn.send(commands.compress_deflate())
+            run(conn, [b"206 ok\r\n"])
+        conn.send(commands.xzver(1, 2) if mode == "xzver" else commands.over(1, 2))
+        run(conn, [b"224 ok\r\n" + garbage], eof=True)
+        run(conn, [], eof=False)
+    except NNTPError:
+        pass  # the only acceptable failure: a protocol-level error with a message
+
+
+@settings(max_examples=200)
+@given(st.binary(max_size=600))
+def test_garbage_status_lines_raise_protocol_errors(garbage: bytes) -> None:
+    conn = NNTPConnection()
+    with contextlib.suppress(NNTPError):
+        run(conn, [garbage + b"\r\n"], eof=True)
+
+
+def test_status_line_without_end_is_bounded() -> None:
+    conn = NNTPConnection()
+    with pytest.raises(NNTPProtocolError, match="no line end"):
+        run(conn, [b"200 " + b"x" * 10_000])
+
+
+@pytest.mark.parametrize(
+    ("code", "text", "cls"),
+    [
+        (400, "service discontinued", ServiceDiscontinued),
+        (400, "too many connections", TooManyConnections),
+        (411, "no such group", NoSuchGroup),
+        (423, "no article with that number", NoSuchArticleNumber),
+        (430, "no such article", NoSuchArticle),
+        (480, "authentication required", AuthRequired),
+        (481, "Too many connections for your user", TooManyConnections),
+        (483, "encryption required", EncryptionRequired),
+        (500, "What?", UnknownCommand),
+        (502, "access denied", AccessDenied),
+        (502, "Too many connections", TooManyConnections),
+    ],
+)
+def test_error_codes_map_to_classes(code: int, text: str, cls: type[NNTPError]) -> None:
+    error = error_for_reply(code, text, "GROUP x")
+    assert type(error) is cls
+    assert str(code) in str(error)
+    assert "GROUP x" in str(error)
+    assert issubclass(NoSuchArticle, ArticleNotFound)
+    assert issubclass(NoSuchArticleNumber, ArticleNotFound)
+
+
+def test_passwords_never_appear_in_errors() -> None:
+    command = commands.authinfo_pass("hunter2")
+    conn = NNTPConnection()
+    conn.send(command)
+    events = run(conn, [b"200 hi\r\n481 rejected\r\n"])
+    response = events[-1]
+    assert isinstance(response, Response)
+    with pytest.raises(NNTPError) as caught:
+        response.raise_for_error()
+    assert "hunter2" not in str(caught.value)
+
+
+@pytest.mark.parametrize("bad", ["a b", "a\r\nQUIT", "", "x\x00"])
+def test_arguments_cannot_inject_commands(bad: str) -> None:
+    with pytest.raises(ValueError, match=r"NNTP arguments|empty"):
+        commands.group(bad)
