@@ -19,6 +19,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# INN2, the real news server of the NNTP tests, on loopback (installs, configures and starts it).
+scripts/inn2-setup.sh >/dev/null
+
 if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
   echo "PostgreSQL is not answering on 127.0.0.1:5432: start it (pg_ctlcluster <version> main start)" >&2
   exit 1
