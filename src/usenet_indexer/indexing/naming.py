@@ -1,0 +1,142 @@
+"""File names of posted members, release base names, obfuscation, and cleaned release names.
+
+A release is posted as members (rar volumes, par2 index and recovery volumes, nfo, sfv, ...) that share
+a base name. Stripping the member suffix gives that base name, so that ``x.vol03+04.par2`` joins
+``x.part01.rar`` in release ``x`` instead of becoming a release of its own.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from itertools import pairwise
+
+
+class FileKind(StrEnum):
+    """What a posted file is, judged from its name."""
+
+    PAR2 = "par2"  # the PAR2 index file: small, names every file of the set
+    PAR2_VOLUME = "par2_volume"  # .volNN+MM.par2 recovery volumes
+    RAR = "rar"
+    SEVEN_ZIP = "7z"
+    ZIP = "zip"
+    SPLIT = "split"  # .001, .002 ... (HJSplit and friends)
+    NFO = "nfo"
+    SFV = "sfv"
+    NZB = "nzb"
+    VIDEO = "video"
+    AUDIO = "audio"
+    BOOK = "book"
+    IMAGE = "image"
+    DISC = "disc"  # iso/img/bin
+    PROGRAM = "program"
+    OTHER = "other"
+
+
+_KIND_PATTERNS: tuple[tuple[FileKind, re.Pattern[str]], ...] = (
+    (FileKind.PAR2_VOLUME, re.compile(r"\.vol\d+[+-]\d+\.par2$", re.I)),
+    (FileKind.PAR2, re.compile(r"\.par2$", re.I)),
+    (FileKind.RAR, re.compile(r"\.(?:part\d+\.rar|rar|r\d{2,3}|s\d{2})$", re.I)),
+    (FileKind.SEVEN_ZIP, re.compile(r"\.7z(?:\.\d{3})?$", re.I)),
+    (FileKind.ZIP, re.compile(r"\.(?:zip|z\d{2})$", re.I)),
+    (FileKind.SPLIT, re.compile(r"\.\d{3}$")),
+    (FileKind.NFO, re.compile(r"\.nfo$", re.I)),
+    (FileKind.SFV, re.compile(r"\.sfv$", re.I)),
+    (FileKind.NZB, re.compile(r"\.nzb$", re.I)),
+    (FileKind.VIDEO, re.compile(r"\.(?:mkv|mp4|m4v|avi|wmv|mov|mpe?g|ts|m2ts|vob|webm)$", re.I)),
+    (FileKind.AUDIO, re.compile(r"\.(?:mp3|flac|m4a|aac|ogg|opus|wav|ape|wv|m4b|cue)$", re.I)),
+    (FileKind.BOOK, re.compile(r"\.(?:epub|mobi|azw3?|pdf|cbr|cbz|djvu|lit)$", re.I)),
+    (FileKind.IMAGE, re.compile(r"\.(?:jpe?g|png|gif|bmp|webp)$", re.I)),
+    (FileKind.DISC, re.compile(r"\.(?:iso|img|bin|nrg|mdf|cso|xci|nsp|wbfs|pkg)$", re.I)),
+    (FileKind.PROGRAM, re.compile(r"\.(?:exe|msi|dmg|apk|deb|rpm)$", re.I)),
+)
+
+# Member suffixes stripped to find a release's base name. Applied once: "x.7z.001" -> "x",
+# "x.part01.rar" -> "x", "x.vol07+08.par2" -> "x", "x.r12" -> "x". Media extensions are stripped too, so
+# a single-file post "Movie.2019.1080p.mkv" is release "Movie.2019.1080p".
+_MEMBER_SUFFIX = re.compile(
+    r"(?:\.vol\d+[+-]\d+\.par2|\.par2|\.part\d+\.rar|\.rar|\.r\d{2,3}|\.s\d{2}|\.7z(?:\.\d{3})?|\.zip|\.z\d{2}"
+    r"|\.nfo|\.sfv|\.nzb|\.srr|\.srt|\.sub|\.idx|\.jpe?g|\.png|\.txt|\.nzb"
+    r"|\.(?:mkv|mp4|m4v|avi|wmv|mov|mpe?g|ts|m2ts|webm|mp3|flac|m4a|epub|mobi|pdf|cbr|cbz|iso|img|exe))"
+    r"(?:\.\d{3})?$|\.\d{3}$",
+    re.I,
+)
+
+# Obfuscated base names: long hex digests, or long unbroken alphanumeric runs that mix letters and digits
+# (base32/base64-ish). A real title has word separators or no digits; "TheBigBangTheory" is not flagged.
+_HEX = re.compile(r"[0-9a-fA-F]{16,}")
+_RANDOM = re.compile(r"[A-Za-z0-9]{12,}")
+_HAS_DIGIT = re.compile(r"\d")
+_HAS_LETTER = re.compile(r"[A-Za-z]")
+
+
+def file_kind(file_name: str) -> FileKind:
+    """The kind of a posted file, from its name."""
+    for kind, pattern in _KIND_PATTERNS:
+        if pattern.search(file_name):
+            return kind
+    return FileKind.OTHER
+
+
+def release_base(file_name: str) -> str:
+    """The release base name of a member file: its name without the member suffix."""
+    base = _MEMBER_SUFFIX.sub("", file_name.strip())
+    return base or file_name.strip()
+
+
+def looks_obfuscated(name: str) -> bool:
+    """True for names that are hashes or random strings rather than titles."""
+    core = name.strip()
+    if not core:
+        return False
+    if _HEX.fullmatch(core):
+        return True
+    if not _RANDOM.fullmatch(core):
+        return False
+    digits = sum(c.isdigit() for c in core)
+    upper = sum(c.isupper() for c in core)
+    lower = sum(c.islower() for c in core)
+    # Mixed letters and digits, or mixed case with many "humps": random output, not a word.
+    if digits >= 2 and (upper + lower) >= 2:
+        return True
+    humps = sum(1 for a, b in pairwise(core) if a.islower() and b.isupper())
+    return upper >= 4 and lower >= 4 and humps * 3 >= upper * 2 and len(core) >= 16
+
+
+_REQUEST_TAG = re.compile(r"^\s*\[\s*\d{3,}\s*\]\s*[-–]?\s*")
+_BRACKET_TAGS = re.compile(r"\[\s*(?:full|repost|re-?up|#?[\w.]+@\w+|#a\.b\.[\w.]+)\s*\]", re.I)
+_SPACES = re.compile(r"\s{2,}")
+_EDGE_JUNK = re.compile(r"^[\s\-–_:|\[\](){}\"']+|[\s\-–_:|\[\](){}\"']+$")
+
+
+def clean_name(collection: str) -> str:
+    """A display name for a release: request tags and edge punctuation removed, whitespace collapsed."""
+    name = _REQUEST_TAG.sub("", collection)
+    name = _BRACKET_TAGS.sub(" ", name)
+    name = _EDGE_JUNK.sub("", name)
+    name = _SPACES.sub(" ", name)
+    return name.strip() or collection.strip()
+
+
+_NORMAL = re.compile(r"[^0-9a-z]+")
+
+
+def normalise(text: str) -> str:
+    """Lower case, every run of non-alphanumerics one space: the form names are compared in."""
+    return _NORMAL.sub(" ", text.casefold()).strip()
+
+
+def normalise_poster(poster: str) -> str:
+    """A poster as compared for keys: case and surrounding whitespace do not matter."""
+    return " ".join(poster.casefold().split())
+
+
+__all__ = [
+    "FileKind",
+    "clean_name",
+    "file_kind",
+    "looks_obfuscated",
+    "normalise",
+    "normalise_poster",
+    "release_base",
+]
