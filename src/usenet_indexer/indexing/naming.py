@@ -106,7 +106,8 @@ def looks_obfuscated(name: str) -> bool:
 _REQUEST_TAG = re.compile(r"^\s*\[\s*\d{3,}\s*\]\s*[-–]?\s*")
 _BRACKET_TAGS = re.compile(r"\[\s*(?:full|repost|re-?up|#?[\w.]+@\w+|#a\.b\.[\w.]+)\s*\]", re.I)
 _SPACES = re.compile(r"\s{2,}")
-_EDGE_JUNK = re.compile(r"^[\s\-–_:|\[\](){}\"']+|[\s\-–_:|\[\](){}\"']+$")
+# Brackets are left alone: "[FLAC]" and "(2019)" end many real names.
+_EDGE_JUNK = re.compile(r"^[\s\-–_:|\"']+|[\s\-–_:|\"']+$")
 
 
 def clean_name(collection: str) -> str:
