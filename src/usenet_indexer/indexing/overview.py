@@ -221,24 +221,25 @@ def parse_date(raw: bytes) -> int | None:
         day, mon, year, hh, mm, ss, sign, zh, zm = m.groups()
         month = _MONTHS.get(mon.lower().decode())
         if month is not None:
-            try:
-                base = calendar.timegm((int(year), month, int(day), int(hh), int(mm), int(ss or 0), 0, 0, 0))
-            except (ValueError, OverflowError):
-                base = None
-            if base is not None and 1 <= int(day) <= 31 and int(hh) < 24 and int(mm) < 60:
-                offset = (int(zh) * 3600 + int(zm) * 60) * (1 if sign == b"+" else -1)
-                value = base - offset
-                return value if _MIN_DATE <= value <= _MAX_DATE else None
+            offset = (int(zh) * 3600 + int(zm) * 60) * (1 if sign == b"+" else -1)
+            return _unix(int(year), month, int(day), int(hh), int(mm), int(ss or 0), offset)
     try:
         parts = parsedate_tz(raw.decode("ascii", "replace"))
     except (ValueError, IndexError, TypeError, OverflowError):
         return None
     if parts is None:
         return None
-    try:
-        value = calendar.timegm((*parts[:6], 0, 0, 0)) - (parts[9] or 0)
-    except (ValueError, OverflowError, TypeError):
+    year, month, day, hh, mm, ss = parts[:6]
+    return _unix(year, month, day, hh, mm, ss, parts[9] or 0)
+
+
+def _unix(year: int, month: int, day: int, hh: int, mm: int, ss: int, offset: int) -> int | None:
+    """Unix seconds of a valid date and time (timegm alone would take 31 February), else None."""
+    if not (1970 <= year <= 2100 and 1 <= month <= 12 and hh < 24 and mm < 60 and ss <= 60):
         return None
+    if not 1 <= day <= calendar.monthrange(year, month)[1]:
+        return None
+    value = calendar.timegm((year, month, day, hh, mm, ss, 0, 0, 0)) - offset
     return value if _MIN_DATE <= value <= _MAX_DATE else None
 
 
