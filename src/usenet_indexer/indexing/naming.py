@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from itertools import pairwise
 
 
 class FileKind(StrEnum):
@@ -66,8 +65,7 @@ _MEMBER_SUFFIX = re.compile(
 # (base32/base64-ish). A real title has word separators or no digits; "TheBigBangTheory" is not flagged.
 _HEX = re.compile(r"[0-9a-fA-F]{16,}")
 _RANDOM = re.compile(r"[A-Za-z0-9]{12,}")
-_HAS_DIGIT = re.compile(r"\d")
-_HAS_LETTER = re.compile(r"[A-Za-z]")
+_LOWER_RUNS = re.compile(r"[a-z]+")
 
 
 def file_kind(file_name: str) -> FileKind:
@@ -99,8 +97,11 @@ def looks_obfuscated(name: str) -> bool:
     # Mixed letters and digits, or mixed case with many "humps": random output, not a word.
     if digits >= 2 and (upper + lower) >= 2:
         return True
-    humps = sum(1 for a, b in pairwise(core) if a.islower() and b.isupper())
-    return upper >= 4 and lower >= 4 and humps * 3 >= upper * 2 and len(core) >= 16
+    # Letters only: CamelCase words have lower-case runs of several letters ("TheBigBangTheory"),
+    # random mixed case has many runs of one ("XkQzLmPwRtYbNc").
+    runs = _LOWER_RUNS.findall(core)
+    single = sum(len(run) == 1 for run in runs)
+    return len(core) >= 16 and upper >= 4 and len(runs) >= 4 and single * 2 >= len(runs)
 
 
 _REQUEST_TAG = re.compile(r"^\s*\[\s*\d{3,}\s*\]\s*[-–]?\s*")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 from dataclasses import dataclass
 
@@ -44,7 +45,9 @@ def run_range(
     resume_at: int | None = None,
 ) -> list[Batch]:
     """Index [start, end] with chunks ending at each of ``cuts`` (and at end), taking after ``takes``."""
-    indexer = RangeIndexer(GROUP, start, end, start if resume_at is None else resume_at, rules or default_rules())
+    indexer = RangeIndexer(
+        GROUP, start, end, start if resume_at is None else resume_at, rules or default_rules()
+    )
     batches = []
     at = indexer.next_article
     for cut in sorted({c for c in cuts if at <= c < end} | {end}):
@@ -113,7 +116,7 @@ def lane(
     batch that ends just before an article in ``interrupt``."""
     window = Window(GROUP, horizon=horizon)
     posted: list[Batch] = []
-    for start, stop in zip(bounds, bounds[1:], strict=False):
+    for start, stop in itertools.pairwise(bounds):
         end = stop - 1
         indexer = RangeIndexer(GROUP, start, end, start, default_rules())
         at = start

@@ -3,6 +3,7 @@ and a group lane with takeovers from snapshots at random points gives the same a
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -14,7 +15,9 @@ from usenet_indexer.indexing.window import Window, WindowError
 
 from .drive import GROUP, catalog, lane, run_range, scenario, single_run
 
-SCENARIOS = [scenario(seed, releases=9, max_parts=15, duplicate=0.03, missing=0.03, shuffle=0.2) for seed in (1, 2)]
+SCENARIOS = [
+    scenario(seed, releases=9, max_parts=15, duplicate=0.03, missing=0.03, shuffle=0.2) for seed in (1, 2)
+]
 REFERENCE = [catalog(single_run(s)) for s in SCENARIOS]
 PROPS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -33,7 +36,7 @@ def test_any_ranges_batches_and_order_give_the_same_catalog(
     bounds = [first, *_points(rng, first + 1, last, n_ranges), last + 1]
     cuts = _points(rng, first, last, n_cuts)
     takes = set(rng.sample(cuts, rng.randint(0, len(cuts))))
-    ranges = list(zip(bounds, bounds[1:], strict=False))
+    ranges = list(itertools.pairwise(bounds))
     rng.shuffle(ranges)  # leased and stored in any order
     batches = [b for start, stop in ranges for b in run_range(s, start, stop - 1, cuts, takes)]
     rng.shuffle(batches)

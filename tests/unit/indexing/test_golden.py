@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from usenet_indexer.indexing.categories import categorize
@@ -53,7 +55,7 @@ def test_releases_spanning_ranges_and_batches_merge_into_one(seed: int) -> None:
     bounds = [first, first + third, first + 2 * third, last + 1]
     cuts = list(range(first + 97, last, 131))
     batches = []
-    for start, stop in zip(bounds, bounds[1:], strict=False):
+    for start, stop in itertools.pairwise(bounds):
         batches += run_range(s, start, stop - 1, cuts, set(cuts[::3]))
     assert len(batches) > 3
     assert sum(b.headers for b in batches) == len(s.posting.articles)
@@ -113,7 +115,9 @@ def test_complete_release_totals() -> None:
         assert t.complete, r.name
         assert t.completion == 100.0
         assert t.size == sum(size for f in r.files for size in f.sizes) > 0
-        assert t.first_date is not None and t.last_date is not None and t.first_date <= t.last_date
+        assert t.first_date is not None
+        assert t.last_date is not None
+        assert t.first_date <= t.last_date
 
 
 EXPECTED_CATEGORIES = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 from unittest import mock
 
@@ -58,7 +59,7 @@ def index(lines: list[bytes], cuts: list[int], takes: set[int], careful: bool) -
     ends = [first + (last - first) * k // (len(bounds) - 1) for k in range(1, len(bounds))]
     ends[-1] = last
     with mock.patch.object(indexer_module, "chunk_is_clean", return_value=False) if careful else _null():
-        for k, (a, b) in enumerate(zip(bounds, bounds[1:], strict=False)):
+        for k, (a, b) in enumerate(itertools.pairwise(bounds)):
             ix.add_text(b"\r\n".join(lines[a:b]) + b"\r\n", ends[k] + 1)
             if k in takes or k == len(ends) - 1:
                 out.append(ix.take())
@@ -84,7 +85,9 @@ def _lines_in_number_order_within(lines: list[bytes]) -> list[bytes]:
     st.integers(0, 6),
     st.integers(0, 6),
 )
-def test_fast_and_careful_loops_agree(rng: random.Random, damage: list[tuple[int, int]], swaps: int, n_cuts: int) -> None:
+def test_fast_and_careful_loops_agree(
+    rng: random.Random, damage: list[tuple[int, int]], swaps: int, n_cuts: int
+) -> None:
     lines = list(LINES)
     for at, how in sorted(damage, reverse=True):
         lines[at : at + 1] = corrupt(lines[at], how, rng)

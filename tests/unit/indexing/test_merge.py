@@ -113,8 +113,13 @@ def test_different_keys_refused() -> None:
 
 
 def test_blob_round_trip() -> None:
-    f = fragment([(n, p, p * 7 + i, 700_000 + p, 0, None) for i, n in enumerate(["a.part1.rar", "a.par2"])
-                  for p in range(1, 13)])
+    f = fragment(
+        [
+            (n, p, p * 7 + i, 700_000 + p, 0, None)
+            for i, n in enumerate(["a.part1.rar", "a.par2"])
+            for p in range(1, 13)
+        ]
+    )
     blob = pack_segments(f.files)
     assert unpack_segments(blob) == f.files
     assert len(blob) < sum(len(x.message_ids) + 24 * len(x.parts) for x in f.files)

@@ -105,7 +105,9 @@ def test_dates(text: bytes, expected: int) -> None:
     assert parse_date(text) == expected
 
 
-@pytest.mark.parametrize("text", [b"", b"yesterday", b"Sat, 31 Feb 2024 14:22:01 +0000", b"1 Jan 1900 00:00 +0000"])
+@pytest.mark.parametrize(
+    "text", [b"", b"yesterday", b"Sat, 31 Feb 2024 14:22:01 +0000", b"1 Jan 1900 00:00 +0000"]
+)
 def test_bad_dates(text: bytes) -> None:
     assert parse_date(text) is None
 
@@ -154,4 +156,4 @@ def test_xref_without_prefix_or_with_junk() -> None:
 def test_nothing_raises_on_garbage(lines: list[bytes], first: int, width: int) -> None:
     out = parse_overview(b"\n".join(lines), first, first + width)
     assert out.gaps >= 0
-    assert sum(out.malformed.values()) + len(out.segments) <= len(lines)
+    assert sum(out.malformed.values()) + len(out.segments) <= len(b"\n".join(lines).split(b"\n"))
