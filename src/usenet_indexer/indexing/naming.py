@@ -32,23 +32,28 @@ class FileKind(StrEnum):
     OTHER = "other"
 
 
-_KIND_PATTERNS: tuple[tuple[FileKind, re.Pattern[str]], ...] = (
-    (FileKind.PAR2_VOLUME, re.compile(r"\.vol\d+[+-]\d+\.par2$", re.I)),
-    (FileKind.PAR2, re.compile(r"\.par2$", re.I)),
-    (FileKind.RAR, re.compile(r"\.(?:part\d+\.rar|rar|r\d{2,3}|s\d{2})$", re.I)),
-    (FileKind.SEVEN_ZIP, re.compile(r"\.7z(?:\.\d{3})?$", re.I)),
-    (FileKind.ZIP, re.compile(r"\.(?:zip|z\d{2})$", re.I)),
-    (FileKind.SPLIT, re.compile(r"\.\d{3}$")),
-    (FileKind.NFO, re.compile(r"\.nfo$", re.I)),
-    (FileKind.SFV, re.compile(r"\.sfv$", re.I)),
-    (FileKind.NZB, re.compile(r"\.nzb$", re.I)),
-    (FileKind.VIDEO, re.compile(r"\.(?:mkv|mp4|m4v|avi|wmv|mov|mpe?g|ts|m2ts|vob|webm)$", re.I)),
-    (FileKind.AUDIO, re.compile(r"\.(?:mp3|flac|m4a|aac|ogg|opus|wav|ape|wv|m4b|cue)$", re.I)),
-    (FileKind.BOOK, re.compile(r"\.(?:epub|mobi|azw3?|pdf|cbr|cbz|djvu|lit)$", re.I)),
-    (FileKind.IMAGE, re.compile(r"\.(?:jpe?g|png|gif|bmp|webp)$", re.I)),
-    (FileKind.DISC, re.compile(r"\.(?:iso|img|bin|nrg|mdf|cso|xci|nsp|wbfs|pkg)$", re.I)),
-    (FileKind.PROGRAM, re.compile(r"\.(?:exe|msi|dmg|apk|deb|rpm)$", re.I)),
-)
+_EXTENSIONS: dict[str, FileKind] = {
+    **dict.fromkeys(("rar",), FileKind.RAR),
+    **dict.fromkeys(("7z",), FileKind.SEVEN_ZIP),
+    **dict.fromkeys(("zip",), FileKind.ZIP),
+    **dict.fromkeys(("nfo",), FileKind.NFO),
+    **dict.fromkeys(("sfv",), FileKind.SFV),
+    **dict.fromkeys(("nzb",), FileKind.NZB),
+    **dict.fromkeys(
+        ("mkv", "mp4", "m4v", "avi", "wmv", "mov", "mpg", "mpeg", "ts", "m2ts", "vob", "webm"), FileKind.VIDEO
+    ),
+    **dict.fromkeys(
+        ("mp3", "flac", "m4a", "aac", "ogg", "opus", "wav", "ape", "wv", "m4b", "cue"), FileKind.AUDIO
+    ),
+    **dict.fromkeys(("epub", "mobi", "azw", "azw3", "pdf", "cbr", "cbz", "djvu", "lit"), FileKind.BOOK),
+    **dict.fromkeys(("jpg", "jpeg", "png", "gif", "bmp", "webp"), FileKind.IMAGE),
+    **dict.fromkeys(("iso", "img", "bin", "nrg", "mdf", "cso", "xci", "nsp", "wbfs", "pkg"), FileKind.DISC),
+    **dict.fromkeys(("exe", "msi", "dmg", "apk", "deb", "rpm"), FileKind.PROGRAM),
+}
+_PAR2_VOLUME = re.compile(r"\.vol\d+[+-]\d+$")
+_NUMBERED = re.compile(r"([rsz])\d{2,3}")
+_TAIL = 48  # suffixes are short: looking at the name's end only keeps these regexes O(1) per name
+
 
 # Member suffixes stripped to find a release's base name. Applied once: "x.7z.001" -> "x",
 # "x.part01.rar" -> "x", "x.vol07+08.par2" -> "x", "x.r12" -> "x". Media extensions are stripped too, so
@@ -57,7 +62,7 @@ _MEMBER_SUFFIX = re.compile(
     r"(?:\.vol\d+[+-]\d+\.par2|\.par2|\.part\d+\.rar|\.rar|\.r\d{2,3}|\.s\d{2}|\.7z(?:\.\d{3})?|\.zip|\.z\d{2}"
     r"|\.nfo|\.sfv|\.nzb|\.srr|\.srt|\.sub|\.idx|\.jpe?g|\.png|\.txt|\.nzb"
     r"|\.(?:mkv|mp4|m4v|avi|wmv|mov|mpe?g|ts|m2ts|webm|mp3|flac|m4a|epub|mobi|pdf|cbr|cbz|iso|img|exe))"
-    r"(?:\.\d{3})?$|\.\d{3}$",
+    r"(?:\.\d{3})?|\.\d{3}",
     re.I,
 )
 
@@ -69,17 +74,41 @@ _LOWER_RUNS = re.compile(r"[a-z]+")
 
 
 def file_kind(file_name: str) -> FileKind:
-    """The kind of a posted file, from its name."""
-    for kind, pattern in _KIND_PATTERNS:
-        if pattern.search(file_name):
-            return kind
+    """The kind of a posted file, from its name (extension lookups: this runs once per file posted)."""
+    head, dot, ext = file_name[-_TAIL:].lower().rpartition(".")
+    if not dot:
+        return FileKind.OTHER
+    kind = _EXTENSIONS.get(ext)
+    if kind is not None:
+        return kind
+    if ext == "par2":
+        return FileKind.PAR2_VOLUME if _PAR2_VOLUME.search(head) else FileKind.PAR2
+    if len(ext) == 3 and ext.isdigit():
+        return FileKind.SEVEN_ZIP if head.endswith(".7z") else FileKind.SPLIT
+    numbered = _NUMBERED.fullmatch(ext)
+    if numbered is not None:
+        return FileKind.ZIP if numbered.group(1) == "z" else FileKind.RAR
     return FileKind.OTHER
 
 
 def release_base(file_name: str) -> str:
     """The release base name of a member file: its name without the member suffix."""
-    base = _MEMBER_SUFFIX.sub("", file_name.strip())
-    return base or file_name.strip()
+    name = file_name.strip()
+    tail = name[-_TAIL:]
+    # Suffixes start at one of the last three dots ("x.vol00+01.par2", "x.7z.001"); the leftmost dot
+    # from which the rest is a member suffix gives the base. fullmatch at a dot is cheap; a search
+    # trying every alternative at every position was the slowest step of reading a new file.
+    dots = []
+    at = len(tail)
+    while len(dots) < 3:
+        at = tail.rfind(".", 0, at)
+        if at < 0:
+            break
+        dots.append(at)
+    for at in reversed(dots):
+        if _MEMBER_SUFFIX.fullmatch(tail, at):
+            return name[: len(name) - len(tail) + at] or name
+    return name
 
 
 def looks_obfuscated(name: str) -> bool:
@@ -111,8 +140,13 @@ _SPACES = re.compile(r"\s{2,}")
 _EDGE_JUNK = re.compile(r"^[\s\-–_:|\"']+|[\s\-–_:|\"']+$")
 
 
+_NEEDS_CLEANING = re.compile(r"^[\s\-–_:|\"'\[]|[\s\-–_:|\"']$|\s\s|\[")
+
+
 def clean_name(collection: str) -> str:
     """A display name for a release: request tags and edge punctuation removed, whitespace collapsed."""
+    if _NEEDS_CLEANING.search(collection) is None:
+        return collection
     name = _REQUEST_TAG.sub("", collection)
     name = _BRACKET_TAGS.sub(" ", name)
     name = _EDGE_JUNK.sub("", name)

@@ -36,6 +36,9 @@ class Rule:
     name: str
     subject: str
     group: str | None = None
+    # A text the subject must contain (compared in lower case) for the rule to be tried: a cheap test
+    # that spares the regex on subjects it cannot match.
+    requires: str | None = None
     _subject_re: re.Pattern[str] = field(init=False, repr=False, compare=False)
     _group_re: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
 
@@ -63,6 +66,8 @@ class Rule:
                     f"rule {self.name!r}: subject pattern {self.subject!r} has (?P<{a}>...) or "
                     f"(?P<{b}>...) without the other; a counter needs both"
                 )
+        if self.requires is not None and (not isinstance(self.requires, str) or not self.requires):
+            raise RuleError(f"rule {self.name!r}: requires is a non-empty text when given")
         object.__setattr__(self, "_subject_re", subject_re)
         group_re = None if self.group is None else _compile(self.name, "group", self.group)
         object.__setattr__(self, "_group_re", group_re)
@@ -74,6 +79,8 @@ class Rule:
         out: dict[str, Any] = {"name": self.name, "subject": self.subject}
         if self.group is not None:
             out["group"] = self.group
+        if self.requires is not None:
+            out["requires"] = self.requires
         return out
 
 
@@ -105,7 +112,7 @@ class SubjectMatch:
     part_at: int = -1
 
 
-_RULE_FIELDS = frozenset({"name", "subject", "group"})
+_RULE_FIELDS = frozenset({"name", "subject", "group", "requires"})
 _REQUEST_PREFIX = re.compile(r"^\s*\[\s*(\d{3,})\s*\]")
 _NAME_TRAILER = re.compile(r"[\s\-–:|]*(?:yEnc)?[\s\-–:|]*$", re.I)
 
@@ -143,7 +150,10 @@ class RuleSet:
 
     def match(self, subject: str, group: str) -> SubjectMatch | None:
         """What the first applicable rule reads from ``subject``, or None when no rule matches."""
+        lower = subject.lower()
         for rule in self.for_group(group):
+            if rule.requires is not None and rule.requires.lower() not in lower:
+                continue
             m = rule._subject_re.search(subject)
             if m is not None:
                 found = _reading(rule.name, subject, m)
@@ -169,9 +179,11 @@ class RuleSet:
         for index, item in enumerate(rules):
             if not isinstance(item, dict) or not {"name", "subject"} <= set(item) <= _RULE_FIELDS:
                 raise RuleError(
-                    f'rule #{index + 1} must be an object with "name", "subject" and optionally "group"'
+                    f'rule #{index + 1} must be an object with "name", "subject" and optionally "group", "requires"'
                 )
-            built.append(Rule(name=item["name"], subject=item["subject"], group=item.get("group")))
+            built.append(
+                Rule(item["name"], item["subject"], group=item.get("group"), requires=item.get("requires"))
+            )
         return cls(version=data["version"], rules=tuple(built))
 
 
@@ -230,21 +242,23 @@ _DEFAULT_RULES = (
         r"^\[(?P<request>\d{3,})\](?:[-\s]*\[[^\]]*\])*?[-\s]*\[\s*(?P<name>[^\]]+?)\s*\][-\s]*"
         r'\[(?P<i>\d+)/(?P<n>\d+)\][-\s]*"(?P<file>[^"]*)"' + _PART,
     ),
-    # Name - [01/15] - "file.ext" yEnc (1/50), and Name (01/15) "file.ext" yEnc (1/50)
-    Rule(
-        "name_counter_file",
-        r"^(?P<name>.*?\S)\s*[-–:]?\s*[\[(](?P<i>\d+)\s*/\s*(?P<n>\d+)[\])]\s*[-–:]?\s*"
-        r'"(?P<file>[^"]*)"' + _PART,
-    ),
     # [01/15] - "file.ext" yEnc (1/50)
     Rule(
         "counter_file",
         r'^\s*[\[(](?P<i>\d+)\s*/\s*(?P<n>\d+)[\])]\s*[-–:]?\s*"(?P<file>[^"]*)"' + _PART,
     ),
-    # Name - File 01 of 15 - "file.ext" yEnc (1/50)
+    # Name - File 01 of 15 - "file.ext" yEnc (1/50). The name is greedy up to the first quote and backs
+    # off to the counter, which sits just before it: a lazy name retried the rest at every character.
     Rule(
         "file_of",
-        r"(?i)^(?:(?P<name>.*?\S)\s*[-–:]?\s*)?\bFile\s+(?P<i>\d+)\s+of\s+(?P<n>\d+)\s*[-–:]?\s*"
+        r'(?i)^(?:(?P<name>[^"]*\S)\s*[-–:]?\s*)?\bFile\s+(?P<i>\d+)\s+of\s+(?P<n>\d+)\s*[-–:]?\s*'
+        r'"(?P<file>[^"]*)"' + _PART,
+        requires="file",
+    ),
+    # Name - [01/15] - "file.ext" yEnc (1/50), and Name (01/15) "file.ext" yEnc (1/50)
+    Rule(
+        "name_counter_file",
+        r'^(?P<name>[^"]*\S)\s*[-–:]?\s*[\[(](?P<i>\d+)\s*/\s*(?P<n>\d+)[\])]\s*[-–:]?\s*'
         r'"(?P<file>[^"]*)"' + _PART,
     ),
     # "file.ext" yEnc (1/50), with or without text before the quote

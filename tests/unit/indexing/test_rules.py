@@ -241,4 +241,5 @@ def test_bad_rule_set_json(text: str, match: str) -> None:
 def test_rule_set_json_is_plain() -> None:
     data = json.loads(default_rules().to_json())
     assert data["version"] == 0
-    assert [r["name"] for r in data["rules"]][:2] == ["request_tagged", "name_counter_file"]
+    assert [r["name"] for r in data["rules"]][:2] == ["request_tagged", "counter_file"]
+    assert {"name": "file_of", "subject": data["rules"][2]["subject"], "requires": "file"} == data["rules"][2]
