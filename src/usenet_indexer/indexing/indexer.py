@@ -35,7 +35,9 @@ import hashlib
 import re
 from array import array
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from usenet_indexer.indexing.fragment import (
     Batch,
@@ -424,28 +426,39 @@ class RangeIndexer:
     # ---- building fragments ----------------------------------------------------------------------
 
     def _file_fragment(self, acc: _FileAcc, malformed: Counter[str]) -> FileFragment | None:
-        """A file's columns: checked, sorted by part, one segment per part (the lowest article wins)."""
+        """A file's columns: checked, sorted by part, one segment per part (the lowest article wins).
+
+        Everything here is done by C-level calls on whole columns; only a file holding a bad value (a
+        negative size, an empty message-id, a part out of its range) is walked segment by segment.
+        """
+        info = acc.info
         segs = acc.segs
         parts, sizes, articles = segs[0::3], segs[1::3], segs[2::3]
         mids = acc.mids
-        total = acc.info.parts_total
+        total = info.parts_total
         ids = b"\n".join(mids)
         n = len(mids)
+        # Every id is "<...>" with no bracket or blank inside: then dropping all brackets is exact.
         clean_ids = (
-            ids.count(b"<") == n
+            ids[:1] == b"<"
+            and ids[-1:] == b">"
+            and ids.count(b"\n<") == n - 1
+            and ids.count(b">\n") == n - 1
+            and ids.count(b"<") == n
             and ids.count(b">") == n
-            and (b"\n" + ids).count(b"\n<") == n
-            and (ids + b"\n").count(b">\n") == n
-            and _NO_BLANKS.search(ids) is None
             and b"<>" not in ids
+            and not any(blank in ids for blank in _BLANKS)
         )
         valid_numbers = min(sizes) >= 0 and min(parts) >= 1 and (total == 0 or max(parts) <= total)
-        ordered = all(map(int.__lt__, parts, parts[1:]))
-        if clean_ids and valid_numbers and ordered:
+        if clean_ids and valid_numbers:
             ids = ids.replace(b"<", b"").replace(b">", b"")
-            return FileFragment(acc.info.name, acc.info.index, total, parts, sizes, articles, ids)
-        # The odd file: per segment, in Python.
-        keep: list[tuple[int, int, int, bytes]] = []
+            if all(map(int.__lt__, parts, parts[1:])):
+                return FileFragment(info.name, info.index, total, parts, sizes, articles, ids)
+            return _in_part_order(info, parts, sizes, articles, ids.split(b"\n"))
+        keep_parts: list[int] = []
+        keep_sizes: list[int] = []
+        keep_articles: list[int] = []
+        keep_ids: list[bytes] = []
         for part, size, article, raw in zip(parts, sizes, articles, mids, strict=True):
             mid = raw.strip().strip(b"<>")
             if size < 0:
@@ -455,23 +468,13 @@ class RangeIndexer:
             elif part < 1 or (total and part > total):
                 malformed[REASON_BAD_PART] += 1
             else:
-                keep.append((part, article, size, mid))
-        if not keep:
+                keep_parts.append(part)
+                keep_sizes.append(size)
+                keep_articles.append(article)
+                keep_ids.append(mid)
+        if not keep_parts:
             return None
-        keep.sort()
-        out_parts, out_sizes, out_articles, out_ids = int_array(), int_array(), int_array(), []
-        last_part = -1
-        for part, article, size, mid in keep:
-            if part == last_part:
-                continue  # a part posted twice: the lowest article number wins, wherever it is read
-            last_part = part
-            out_parts.append(part)
-            out_sizes.append(size)
-            out_articles.append(article)
-            out_ids.append(mid)
-        return FileFragment(
-            acc.info.name, acc.info.index, total, out_parts, out_sizes, out_articles, b"\n".join(out_ids)
-        )
+        return _in_part_order(info, keep_parts, keep_sizes, keep_articles, keep_ids)
 
     def _date(self, raw: bytes) -> int | None:
         if raw in self._dates:
@@ -509,11 +512,49 @@ class RangeIndexer:
 
 
 _APPLIED_AT_TAKE = frozenset({REASON_BAD_BYTES, REASON_NO_MESSAGE_ID})
-_NO_BLANKS = re.compile(rb"[ \t\r\x0b\x0c]")
+_BLANKS = (b" ", b"\r", b"\x0b", b"\x0c")  # a tab cannot be inside a field
 
 
 def _file_order(f: FileFragment) -> tuple[str, int]:
     return (f.name, f.parts_total)
+
+
+def _in_part_order(
+    info: _FileInfo, parts: Sequence[int], sizes: Sequence[int], articles: Sequence[int], ids: Sequence[bytes]
+) -> FileFragment:
+    """Columns sorted by (part, article), keeping the lowest article of a part posted twice."""
+    if len(set(parts)) == len(parts):
+        # No part twice: the part alone orders them (timsort is linear on the nearly sorted runs that
+        # posting over many connections gives).
+        order = sorted(range(len(parts)), key=parts.__getitem__)
+    else:
+        keys = list(zip(parts, articles, strict=True))
+        order = sorted(range(len(keys)), key=keys.__getitem__)
+        in_order = [keys[i][0] for i in order]
+        # Built from the back, each part ends up with the index of its first (lowest) article.
+        firsts = dict(zip(reversed(in_order), reversed(order), strict=True))
+        order = sorted(firsts.values(), key=keys.__getitem__)
+    if len(order) == 1:
+        (k,) = order
+        return FileFragment(
+            info.name,
+            info.index,
+            info.parts_total,
+            int_array([parts[k]]),
+            int_array([sizes[k]]),
+            int_array([articles[k]]),
+            ids[k],
+        )
+    pick = itemgetter(*order)
+    return FileFragment(
+        info.name,
+        info.index,
+        info.parts_total,
+        int_array(pick(parts)),
+        int_array(pick(sizes)),
+        int_array(pick(articles)),
+        b"\n".join(pick(ids)),
+    )
 
 
 def _position(lines: list[bytes], line: bytes) -> int:

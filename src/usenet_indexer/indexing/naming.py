@@ -98,7 +98,7 @@ def release_base(file_name: str) -> str:
     # Suffixes start at one of the last three dots ("x.vol00+01.par2", "x.7z.001"); the leftmost dot
     # from which the rest is a member suffix gives the base. fullmatch at a dot is cheap; a search
     # trying every alternative at every position was the slowest step of reading a new file.
-    dots = []
+    dots: list[int] = []
     at = len(tail)
     while len(dots) < 3:
         at = tail.rfind(".", 0, at)

@@ -179,7 +179,8 @@ class RuleSet:
         for index, item in enumerate(rules):
             if not isinstance(item, dict) or not {"name", "subject"} <= set(item) <= _RULE_FIELDS:
                 raise RuleError(
-                    f'rule #{index + 1} must be an object with "name", "subject" and optionally "group", "requires"'
+                    f'rule #{index + 1} must be an object with "name", "subject" and optionally '
+                    '"group" and "requires"'
                 )
             built.append(
                 Rule(item["name"], item["subject"], group=item.get("group"), requires=item.get("requires"))
