@@ -36,7 +36,9 @@ from usenet_indexer.wire.batch import encode_batch
 GROUP = "alt.binaries.test"
 
 
-def make_chunks(lines_wanted: int, per_chunk: int, seed: int = 7) -> tuple[int, int, list[tuple[int, int, bytes]]]:
+def make_chunks(
+    lines_wanted: int, per_chunk: int, seed: int = 7
+) -> tuple[int, int, list[tuple[int, int, bytes]]]:
     """Realistic overview as (from, to, zlib-compressed text) chunks: first, last and the chunks."""
     rng = random.Random(seed)
     lines: list[bytes] = []
@@ -75,7 +77,9 @@ def floor(chunks: list[tuple[int, int, bytes]]) -> int:
     return count
 
 
-def index(first: int, last: int, chunks: list[tuple[int, int, bytes]], batch_articles: int) -> tuple[int, int]:
+def index(
+    first: int, last: int, chunks: list[tuple[int, int, bytes]], batch_articles: int
+) -> tuple[int, int]:
     """What a worker does: inflate and index each chunk, take a batch every ``batch_articles``."""
     indexer = RangeIndexer(GROUP, first, last, first, default_rules())
     headers = fragments = 0
@@ -157,7 +161,7 @@ def main() -> None:
     floor_times, index_times = [], []
     headers = fragments = 0
     for _ in range(rounds):  # alternate, best of each: the machine's noise hits both alike
-        t, counted = timed(floor, chunks)
+        t, _ = timed(floor, chunks)
         floor_times.append(t)
         t, (headers, fragments) = timed(index, first, last, chunks, args.batch_articles)
         index_times.append(t)
@@ -165,18 +169,25 @@ def main() -> None:
     floor_rate = lines / min(floor_times)
     rate = lines / min(index_times)
     print(f"floor (inflate + split lines and fields): {floor_rate:,.0f} lines/s (best of {rounds})")
-    print(f"indexing to batches:                      {rate:,.0f} lines/s (best of {rounds}), {fragments} fragments")
+    print(
+        f"indexing to batches:                      {rate:,.0f} lines/s (best of {rounds}), "
+        f"{fragments} fragments"
+    )
     print(f"ratio to floor: {rate / floor_rate:.3f} (target >= 0.5)")
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "chunks.pickle"
         path.write_bytes(pickle.dumps((first, last, chunks)))
         child = subprocess.run(
-            [sys.executable, __file__, "--memory-child", str(path)], capture_output=True, text=True, check=True
+            [sys.executable, __file__, "--memory-child", str(path)],
+            capture_output=True,
+            text=True,
+            check=True,
         )
     memory = json.loads(child.stdout.strip().splitlines()[-1])
     print(
-        f"one batch of {memory['headers']:,} headers ({memory['segments']:,} segments): peak {memory['peak_mb']:.0f} MB "
+        f"one batch of {memory['headers']:,} headers ({memory['segments']:,} segments): "
+        f"peak {memory['peak_mb']:.0f} MB "
         f"while indexing and taking (held after take: {memory['held_mb']:.0f} MB); encoding it: peak "
         f"{memory['encode_peak_mb']:.0f} MB, body {memory['body_mb']:.1f} MB; child RSS peak "
         f"{memory['rss_peak_mb']:.0f} MB (of which {memory['rss_baseline_mb']:.0f} MB before indexing)"

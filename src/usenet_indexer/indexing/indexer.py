@@ -32,7 +32,6 @@ cross-post indexed from two groups is two releases with the same segments.
 from __future__ import annotations
 
 import hashlib
-import re
 from array import array
 from collections import Counter
 from collections.abc import Sequence
