@@ -181,9 +181,18 @@ def read_number(raw: bytes) -> int | None:
     return value if 0 <= value <= MAX_NUMBER else None
 
 
+def message_id_bytes(raw: bytes) -> bytes:
+    """A Message-ID field without angle brackets or surrounding blanks.
+
+    Every "<" and ">" goes, not only the outer pair: RFC 5536 allows none inside, and removing all of
+    them is one C call on a whole column of ids (indexer.take) where per-id stripping is a loop.
+    """
+    return raw.strip().replace(b"<", b"").replace(b">", b"")
+
+
 def message_id(raw: bytes) -> str:
-    """A Message-ID without its angle brackets (and surrounding blanks)."""
-    return raw.strip().strip(b"<>").decode("utf-8", "replace")
+    """A Message-ID as text; see message_id_bytes."""
+    return message_id_bytes(raw).decode("utf-8", "replace")
 
 
 def xref_groups(raw: bytes, full: bool) -> tuple[str, ...]:
@@ -299,7 +308,8 @@ def field_fault(
         return REASON_SUBJECT_TOO_LONG
     if read_number(fields[fmt.size]) is None:
         return REASON_BAD_BYTES
-    if not fields[fmt.message_id].strip().strip(b"<>"):
+    mid = message_id_bytes(fields[fmt.message_id])
+    if not mid or any(blank in mid for blank in (b" ", b"\r", b"\x0b", b"\x0c")):
         return REASON_NO_MESSAGE_ID
     return None
 
@@ -318,6 +328,7 @@ __all__ = [
     "field_fault",
     "line_fault",
     "message_id",
+    "message_id_bytes",
     "parse_date",
     "parse_overview",
     "read_number",

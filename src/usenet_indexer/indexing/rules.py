@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from usenet_indexer.indexing.naming import FileKind, clean_name, file_kind, looks_obfuscated, release_base
 
@@ -93,9 +93,8 @@ def _compile(rule: str, what: str, pattern: str) -> re.Pattern[str]:
         raise RuleError(f"rule {rule!r}: {what} pattern {pattern!r} does not compile: {error}") from None
 
 
-@dataclass(frozen=True, slots=True)
-class SubjectMatch:
-    """What the rules read from one subject."""
+class SubjectMatch(NamedTuple):
+    """What the rules read from one subject (a NamedTuple: made once per new file, it must be cheap)."""
 
     rule: str
     collection: str  # the release name as posted (before cleaning)
