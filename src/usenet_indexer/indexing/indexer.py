@@ -46,7 +46,7 @@ from usenet_indexer.indexing.fragment import (
     ReleaseFragment,
     int_array,
 )
-from usenet_indexer.indexing.naming import FileKind, clean_name, looks_obfuscated, normalise, normalise_poster
+from usenet_indexer.indexing.naming import FileKind, looks_obfuscated, normalise, normalise_poster
 from usenet_indexer.indexing.overview import (
     DEFAULT_FORMAT,
     MAX_NUMBER,
@@ -413,7 +413,7 @@ class RangeIndexer:
         if info is None:
             release = _ReleaseInfo(
                 key=key,
-                name=clean_name(m.collection),
+                name=m.name,
                 poster=poster,
                 file_total=m.file_total,
                 request_id=m.request_id,

@@ -50,21 +50,10 @@ _EXTENSIONS: dict[str, FileKind] = {
     **dict.fromkeys(("iso", "img", "bin", "nrg", "mdf", "cso", "xci", "nsp", "wbfs", "pkg"), FileKind.DISC),
     **dict.fromkeys(("exe", "msi", "dmg", "apk", "deb", "rpm"), FileKind.PROGRAM),
 }
-_PAR2_VOLUME = re.compile(r"\.vol\d+[+-]\d+$")
+_PAR2_VOLUME = re.compile(r"\.vol\d+[+-]\d+$", re.I)
 _NUMBERED = re.compile(r"([rsz])\d{2,3}")
 _TAIL = 48  # suffixes are short: looking at the name's end only keeps these regexes O(1) per name
 
-
-# Member suffixes stripped to find a release's base name. Applied once: "x.7z.001" -> "x",
-# "x.part01.rar" -> "x", "x.vol07+08.par2" -> "x", "x.r12" -> "x". Media extensions are stripped too, so
-# a single-file post "Movie.2019.1080p.mkv" is release "Movie.2019.1080p".
-_MEMBER_SUFFIX = re.compile(
-    r"(?:\.vol\d+[+-]\d+\.par2|\.par2|\.part\d+\.rar|\.rar|\.r\d{2,3}|\.s\d{2}|\.7z(?:\.\d{3})?|\.zip|\.z\d{2}"
-    r"|\.nfo|\.sfv|\.nzb|\.srr|\.srt|\.sub|\.idx|\.jpe?g|\.png|\.txt|\.nzb"
-    r"|\.(?:mkv|mp4|m4v|avi|wmv|mov|mpe?g|ts|m2ts|webm|mp3|flac|m4a|epub|mobi|pdf|cbr|cbz|iso|img|exe))"
-    r"(?:\.\d{3})?|\.\d{3}",
-    re.I,
-)
 
 # Obfuscated base names: long hex digests, or long unbroken alphanumeric runs that mix letters and digits
 # (base32/base64-ish). A real title has word separators or no digits; "TheBigBangTheory" is not flagged.
@@ -91,23 +80,72 @@ def file_kind(file_name: str) -> FileKind:
     return FileKind.OTHER
 
 
+_MEMBER_EXTENSIONS = frozenset(
+    (
+        "par2",
+        "rar",
+        "7z",
+        "zip",
+        "nfo",
+        "sfv",
+        "nzb",
+        "srr",
+        "srt",
+        "sub",
+        "idx",
+        "jpg",
+        "jpeg",
+        "png",
+        "txt",
+        "mkv",
+        "mp4",
+        "m4v",
+        "avi",
+        "wmv",
+        "mov",
+        "mpg",
+        "mpeg",
+        "ts",
+        "m2ts",
+        "webm",
+        "mp3",
+        "flac",
+        "m4a",
+        "epub",
+        "mobi",
+        "pdf",
+        "cbr",
+        "cbz",
+        "iso",
+        "img",
+        "exe",
+    )
+)
+_PART_VOLUME = re.compile(r"\.part\d+$", re.I)
+
+
 def release_base(file_name: str) -> str:
-    """The release base name of a member file: its name without the member suffix."""
+    """The release base name of a member file: its name without the member suffix.
+
+    "x.part01.rar", "x.r12", "x.vol07+08.par2", "x.7z.001", "x.001", "x.nfo" and "x.mkv" are all "x":
+    a set's members (and a single-file post's one file) share their base name. Extension lookups, not
+    one regex: this runs for every new file a worker sees.
+    """
     name = file_name.strip()
-    tail = name[-_TAIL:]
-    # Suffixes start at one of the last three dots ("x.vol00+01.par2", "x.7z.001"); the leftmost dot
-    # from which the rest is a member suffix gives the base. fullmatch at a dot is cheap; a search
-    # trying every alternative at every position was the slowest step of reading a new file.
-    dots: list[int] = []
-    at = len(tail)
-    while len(dots) < 3:
-        at = tail.rfind(".", 0, at)
-        if at < 0:
-            break
-        dots.append(at)
-    for at in reversed(dots):
-        if _MEMBER_SUFFIX.fullmatch(tail, at):
-            return name[: len(name) - len(tail) + at] or name
+    head, dot, ext = name.rpartition(".")
+    if not dot or not head:
+        return name
+    ext = ext.lower()
+    if ext == "par2":
+        volume = _PAR2_VOLUME.search(head[-_TAIL:])
+        return head[: len(head) - (len(volume.group()) if volume else 0)] or name
+    if ext == "rar":
+        volume = _PART_VOLUME.search(head[-_TAIL:])
+        return head[: len(head) - (len(volume.group()) if volume else 0)] or name
+    if len(ext) == 3 and ext.isdigit():
+        return head[:-3] if head[-3:].lower() == ".7z" and len(head) > 3 else head
+    if ext in _MEMBER_EXTENSIONS or _NUMBERED.fullmatch(ext):
+        return head
     return name
 
 
@@ -140,13 +178,19 @@ _SPACES = re.compile(r"\s{2,}")
 _EDGE_JUNK = re.compile(r"^[\s\-–_:|\"']+|[\s\-–_:|\"']+$")
 
 
-_NEEDS_CLEANING = re.compile(r"^[\s\-–_:|\"'\[]|[\s\-–_:|\"']$|\s\s|\[")
+_EDGES = " \t-–_:|\"'"
 
 
 def clean_name(collection: str) -> str:
     """A display name for a release: request tags and edge punctuation removed, whitespace collapsed."""
-    if _NEEDS_CLEANING.search(collection) is None:
-        return collection
+    if (
+        "[" not in collection
+        and "  " not in collection
+        and collection[:1] not in _EDGES
+        and collection[-1:] not in _EDGES
+        and collection.isprintable()
+    ):
+        return collection  # nothing to clean: the common case, without a regex
     name = _REQUEST_TAG.sub("", collection)
     name = _BRACKET_TAGS.sub(" ", name)
     name = _EDGE_JUNK.sub("", name)

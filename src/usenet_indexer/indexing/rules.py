@@ -97,6 +97,7 @@ class SubjectMatch(NamedTuple):
     """What the rules read from one subject (a NamedTuple: made once per new file, it must be cheap)."""
 
     rule: str
+    name: str  # the release's display name: the collection, cleaned
     collection: str  # the release name as posted (before cleaning)
     file_name: str
     file_index: int  # 0: unknown
@@ -113,7 +114,15 @@ class SubjectMatch(NamedTuple):
 
 _RULE_FIELDS = frozenset({"name", "subject", "group", "requires"})
 _REQUEST_PREFIX = re.compile(r"^\s*\[\s*(\d{3,})\s*\]")
-_NAME_TRAILER = re.compile(r"[\s\-–:|]*(?:yEnc)?[\s\-–:|]*$", re.I)
+_TRAILER = " \t-–:|"
+
+
+def _trimmed(name: str) -> str:
+    """A name without the separators (and a stray "yEnc") between it and the counter that follows."""
+    name = name.rstrip(_TRAILER)
+    if name[-4:].lower() == "yenc":
+        name = name[:-4].rstrip(_TRAILER)
+    return name.strip()
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,8 +204,7 @@ def _counter(text: str | None) -> int | None:
 def _reading(rule: str, subject: str, m: re.Match[str]) -> SubjectMatch | None:
     groups = m.groupdict()
     raw_file = (groups.get("file") or "").strip().strip('"').strip()
-    raw_name = groups.get("name") or ""
-    raw_name = _NAME_TRAILER.sub("", raw_name).strip()
+    raw_name = _trimmed(groups.get("name") or "")
     if not raw_file and not raw_name:
         return None
     file_name = raw_file or raw_name
@@ -219,6 +227,7 @@ def _reading(rule: str, subject: str, m: re.Match[str]) -> SubjectMatch | None:
         request = prefix.group(1) if prefix else None
     shown = clean_name(collection)
     return SubjectMatch(
+        name=shown,
         rule=rule,
         collection=collection,
         file_name=file_name,
