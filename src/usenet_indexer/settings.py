@@ -36,7 +36,9 @@ class Settings(BaseSettings):
     # heartbeat after every chunk, so it only has to outlast the slowest chunk plus a retried post.
     lease_ttl_seconds: float = Field(default=120.0, gt=0)
     max_leases_per_group: int = Field(default=2, ge=1)
-    catalog_cap_bytes: int | None = Field(default=None, ge=0, description="At this size only priority<0 leases")
+    catalog_cap_bytes: int | None = Field(
+        default=None, ge=0, description="At this size only priority<0 leases"
+    )
 
     # Planning.
     range_articles: int = Field(default=1_000_000, ge=1)

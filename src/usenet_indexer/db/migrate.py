@@ -18,7 +18,9 @@ def sqlalchemy_url(url: str) -> str:
 
 def alembic_config(url: str) -> Config:
     config = Config()
-    config.set_main_option("script_location", str(resources.files("usenet_indexer.db").joinpath("migrations")))
+    config.set_main_option(
+        "script_location", str(resources.files("usenet_indexer.db").joinpath("migrations"))
+    )
     config.set_main_option("sqlalchemy.url", sqlalchemy_url(url).replace("%", "%%"))
     return config
 

@@ -21,13 +21,20 @@ integers, and a ``to_id`` before ``from_id``.
 
 from __future__ import annotations
 
-import gzip
 import json
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from usenet_indexer.indexing.fragment import MAX_INT, Batch, FormatError, batch_from_dict, batch_to_dict
+from usenet_indexer.indexing.fragment import (
+    MAX_INT,
+    Batch,
+    FormatError,
+    batch_from_dict,
+    batch_to_dict,
+    candidate_to_dict,
+    fragment_to_dict,
+)
 
 WIRE_VERSION = 1
 MAX_COMPRESSED = 64 * 1024 * 1024
@@ -50,9 +57,31 @@ def encode_batch(batch: Batch, range_id: int, epoch: int, level: int = 1) -> byt
     for name, value in (("range_id", range_id), ("epoch", epoch)):
         if not 0 <= value <= MAX_INT:
             raise BatchError(f"{name} {value} is out of range [0, {MAX_INT}]")
-    document = {"version": WIRE_VERSION, "range_id": range_id, "epoch": epoch, "batch": batch_to_dict(batch)}
-    text = json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
-    return gzip.compress(text, compresslevel=level, mtime=0)
+    # Written fragment by fragment into the compressor: the whole JSON text of a 1,000,000-header batch
+    # (~110 MB, plus its ~300 MB of Python objects) never exists at once.
+    head = batch_to_dict(replace(batch, fragments=(), candidates=()))
+    del head["fragments"], head["candidates"]
+    deflate = zlib.compressobj(level, zlib.DEFLATED, 31)  # gzip framing, mtime 0: same batch, same bytes
+    out = [
+        deflate.compress(
+            (
+                f'{{"version":{WIRE_VERSION},"range_id":{range_id},"epoch":{epoch},"batch":'
+                + _dumps(head)[:-1]
+                + ',"fragments":['
+            ).encode()
+        )
+    ]
+    for index, fragment in enumerate(batch.fragments):
+        text = ("," if index else "") + _dumps(fragment_to_dict(fragment))
+        out.append(deflate.compress(text.encode()))
+    candidates = _dumps([candidate_to_dict(c) for c in batch.candidates])
+    out.append(deflate.compress(f'],"candidates":{candidates}}}}}'.encode()))
+    out.append(deflate.flush())
+    return b"".join(out)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def _refuse_constant(name: str) -> Any:

@@ -59,7 +59,9 @@ def upgrade() -> None:
     op.create_table(
         "ranges",
         sa.Column("id", BIG, primary_key=True, autoincrement=True),
-        sa.Column("group_id", sa.BigInteger(), sa.ForeignKey("groups.id", ondelete="CASCADE"), nullable=False),
+        sa.Column(
+            "group_id", sa.BigInteger(), sa.ForeignKey("groups.id", ondelete="CASCADE"), nullable=False
+        ),
         sa.Column("start_id", sa.BigInteger(), nullable=False),
         sa.Column("end_id", sa.BigInteger(), nullable=False),
         sa.Column("next_id", sa.BigInteger(), nullable=False),
@@ -95,7 +97,9 @@ def upgrade() -> None:
     op.execute("CREATE INDEX ranges_lane_order ON ranges (group_id, (priority >= 0), start_id)")
     op.create_table(
         "plain_chunks",
-        sa.Column("range_id", sa.BigInteger(), sa.ForeignKey("ranges.id", ondelete="CASCADE"), nullable=False),
+        sa.Column(
+            "range_id", sa.BigInteger(), sa.ForeignKey("ranges.id", ondelete="CASCADE"), nullable=False
+        ),
         sa.Column("chunk_from", sa.BigInteger(), nullable=False),
         sa.Column("reports", sa.Integer(), nullable=False, server_default="1"),
         sa.Column("fetched_plain_at", sa.Double(), nullable=True),
@@ -103,7 +107,9 @@ def upgrade() -> None:
     )
     op.create_table(
         "group_leases",
-        sa.Column("group_id", sa.BigInteger(), sa.ForeignKey("groups.id", ondelete="CASCADE"), nullable=False),
+        sa.Column(
+            "group_id", sa.BigInteger(), sa.ForeignKey("groups.id", ondelete="CASCADE"), nullable=False
+        ),
         sa.Column("lane", sa.Text(), nullable=False),
         sa.Column("node_id", sa.BigInteger(), sa.ForeignKey("nodes.id"), nullable=True),
         sa.Column("epoch", sa.BigInteger(), nullable=False, server_default="0"),
@@ -131,7 +137,9 @@ def upgrade() -> None:
     op.create_table(
         "batch_log",
         sa.Column("id", BIG, primary_key=True, autoincrement=True),
-        sa.Column("range_id", sa.BigInteger(), sa.ForeignKey("ranges.id", ondelete="CASCADE"), nullable=False),
+        sa.Column(
+            "range_id", sa.BigInteger(), sa.ForeignKey("ranges.id", ondelete="CASCADE"), nullable=False
+        ),
         sa.Column("epoch", sa.BigInteger(), nullable=False),
         sa.Column("node_id", sa.BigInteger(), nullable=False),
         sa.Column("from_id", sa.BigInteger(), nullable=False),
@@ -144,7 +152,9 @@ def upgrade() -> None:
     op.create_table(
         "lease_log",
         sa.Column("id", BIG, primary_key=True, autoincrement=True),
-        sa.Column("range_id", sa.BigInteger(), sa.ForeignKey("ranges.id", ondelete="CASCADE"), nullable=False),
+        sa.Column(
+            "range_id", sa.BigInteger(), sa.ForeignKey("ranges.id", ondelete="CASCADE"), nullable=False
+        ),
         sa.Column("group_id", sa.BigInteger(), nullable=False),
         sa.Column("epoch", sa.BigInteger(), nullable=False),
         sa.Column("node_id", sa.BigInteger(), nullable=False),
