@@ -161,6 +161,7 @@ class RangeIndexer:
         self._by_counter: dict[tuple[bytes, bytes, bytes], _FileInfo] = {}
         self._by_subject: dict[tuple[bytes, bytes], tuple[_FileInfo, int] | None] = {}
         self._infos: dict[tuple[str, str, int], _FileInfo] = {}
+        self._keys: dict[tuple[str, str, int], str] = {}
         self._dates: dict[bytes, int | None] = {}
         self._reset_batch()
 
@@ -414,7 +415,13 @@ class RangeIndexer:
         return info, m.part
 
     def _info(self, m: SubjectMatch, poster: str) -> _FileInfo:
-        key = release_key(poster, m.collection, m.file_total, self.group)
+        # The files of a release share poster, collection and file total: hash them once per release.
+        named = (poster, m.collection, m.file_total)
+        key = self._keys.get(named)
+        if key is None:
+            if len(self._keys) > _CACHE_LIMIT:
+                self._keys.clear()
+            key = self._keys[named] = release_key(poster, m.collection, m.file_total, self.group)
         ident = (key, m.file_name, m.part_total)
         info = self._infos.get(ident)
         if info is None:
