@@ -11,8 +11,9 @@ parsed is kept with ``date=None`` and counted in ``undated``: the segment is sti
 release's dates come from its other segments.
 
 ``parse_overview`` is the general reader (one ``Segment`` per line). The range indexer reads chunks
-with its own fused loop for speed (see indexer.py) and uses this module's primitives for every line
-that is not plainly well formed, so both agree line for line (tests/unit/indexing check that).
+with its own fused loop for speed (see indexer.py) and uses this module's primitives (line_fault,
+field_fault, read_number, message_id_bytes, xref_groups, parse_date) for every line that is not plainly
+well formed, so the reasons are the same words with the same meaning in both.
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ Fragments and candidates are indexing.fragment's dict form; a file's segments tr
 (``parts``, ``sizes``, ``articles`` lists and one newline-joined ``message_ids`` string), which is
 both smaller and faster to write and read than one object per part.
 
-Gzip level 1: the JSON compresses ~5x at level 1 and little better above it, while level 6 takes about
-four times the CPU on the worker, for every batch.
+Gzip level 1: measured on generated batches, level 1 compresses the JSON 3.1x and level 6 3.6x, for
+a third of the CPU (the message-ids, random by design, are most of the bytes).
 
 Decoding refuses, with a BatchError saying what and where: a body over the compressed cap, a body that
 inflates past the inflated cap (checked while inflating, so a gzip bomb costs at most the cap), anything
