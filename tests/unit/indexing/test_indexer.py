@@ -174,3 +174,33 @@ def test_contract() -> None:
     assert (batch.from_id, batch.to_id, batch.gaps, batch.headers) == (10, 20, 11, 0)
     with pytest.raises(IndexerError, match="after finish"):
         ix.add_text(b"", 21)
+
+
+_FIELD = st.one_of(
+    st.binary(max_size=12).map(lambda b: b.replace(b"\n", b"").replace(b"\r", b"")),
+    st.sampled_from(
+        [b"", b"-1", b"0", b"7", b"99999999999999999999", b"(1/2)", b"<>", b"<a@b>", b"\xff", b"\0"]
+    ),
+    st.sampled_from(
+        [b'"x.par2" yEnc (1/2)', b'[1/2] - "y.rar" yEnc (0/3)', b'"z.nfo" yEnc (9/2)', b"a (x/y)"]
+    ),
+)
+_LINE = st.lists(_FIELD, min_size=1, max_size=10).map(b"\t".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(_LINE, max_size=12), min_size=1, max_size=4), st.booleans())
+def test_nothing_raises_on_garbage_chunks(chunks: list[list[bytes]], crlf: bool) -> None:
+    ix = RangeIndexer(GROUP, 0, 40, 0, default_rules())
+    step = 40 // len(chunks)
+    for k, lines in enumerate(chunks):
+        end = 40 if k == len(chunks) - 1 else (k + 1) * step - 1
+        ix.add_text((b"\r\n" if crlf else b"\n").join(lines), end + 1)
+    ix.finish()
+    batch = ix.take()
+    assert batch.headers <= sum(map(len, chunks))
+    assert 0 <= batch.gaps <= 41
+    for fragment in batch.fragments:
+        for f in fragment.files:
+            assert list(f.parts) == sorted(set(f.parts))
+            assert len(f.message_id_list()) == len(f.parts)
