@@ -103,7 +103,20 @@ class _FileInfo(NamedTuple):
 class _FileAcc:
     """The segments of one file in the current batch. Slots and bound appends: this is the hot path."""
 
-    __slots__ = ("ext", "first", "first_date", "groups", "info", "last", "last_date", "mids", "mput", "segs")
+    __slots__ = (
+        "ext",
+        "first",
+        "first_date",
+        "groups",
+        "info",
+        "last",
+        "last_date",
+        "mids",
+        "mput",
+        "poster",
+        "segs",
+        "ts",
+    )
 
     def __init__(self, info: _FileInfo, number: int, date: bytes, groups: tuple[str, ...]) -> None:
         self.info = info
@@ -118,6 +131,8 @@ class _FileAcc:
         self.last = number
         self.last_date = date
         self.groups = groups
+        self.ts = b""  # the part total (and what follows it) the fast loop matches, once keyed
+        self.poster = b""
 
     def release_columns(self) -> None:
         del self.segs[:]
@@ -244,7 +259,11 @@ class RangeIndexer:
     # ---- reading chunks --------------------------------------------------------------------------
 
     def _reset_batch(self) -> None:
-        self._accs: dict[tuple[bytes, bytes, bytes], _FileAcc] = {}
+        # head (the subject up to its last "(") -> the file of this batch last read with it; the file
+        # holds the part total and poster it was read with, compared on each line. Keyed on the head
+        # alone: a tuple key per line cost more than these two comparisons, and a shared head (two
+        # posters, one generic subject) only sends lines to _slow_line, which is always right.
+        self._accs: dict[bytes, _FileAcc] = {}
         self._files: dict[tuple[str, str, int], _FileAcc] = {}
         self._counts = _Counts()
         for cache in (self._by_counter, self._by_subject, self._dates):
@@ -280,8 +299,8 @@ class RangeIndexer:
                 subject = f[i_subj]
                 head, _, tail = subject.rpartition(b"(")
                 ps, _, ts = tail.partition(b"/")
-                acc = accs_get((head, ts, f[i_from]))
-                if acc is None:
+                acc = accs_get(head)
+                if acc is None or acc.ts != ts or acc.poster != f[i_from]:
                     slow(f, num)
                 else:
                     # A bad number raises before or inside fromlist(), which then appends nothing.
@@ -379,7 +398,9 @@ class RangeIndexer:
             groups = tuple(sorted({self.group, *xref_groups(xref, fmt.xref_full)}))
             acc = self._files[info.ident] = _FileAcc(info, num, f[fmt.date], groups)
         if counter:
-            self._accs[(head, ts, poster)] = acc
+            acc.ts = ts
+            acc.poster = poster
+            self._accs[head] = acc
         acc.ext([part, size, num])
         acc.mput(f[fmt.message_id])
         # Lines can reach here out of order (the careful loop): keep the dates of the extremes.
