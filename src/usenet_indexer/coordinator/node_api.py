@@ -6,7 +6,7 @@ epoch; a lease lost (taken over, finished, released, expired) is 409 with the re
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Query, Request, Response
@@ -14,14 +14,17 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 
 from usenet_indexer.articles import ChunkSpan, chunk_spans
+from usenet_indexer.catalog.batch_store import store_batch
 from usenet_indexer.coordinator.nodes import NodeDisabled, Unauthorized
 from usenet_indexer.coordinator.services import Services
+from usenet_indexer.db import Row, Tx
 from usenet_indexer.leases.errors import LeaseLost, RangeError
 from usenet_indexer.leases.groups import BadLane, check_lane
 from usenet_indexer.leases.ranges import RangeLease
 from usenet_indexer.logs import get_logger
 from usenet_indexer.storage.blobs import BlobError
 from usenet_indexer.storage.corpus import CorpusRange
+from usenet_indexer.wire.batch import BatchError, decode_batch
 from usenet_indexer.wire.frames import STREAM_HEADER, encode_end, encode_frame_parts, encode_keepalive
 
 log = get_logger(__name__)
@@ -90,6 +93,35 @@ def node_router(services: Services) -> APIRouter:
             took_over=granted.took_over,
         )
         return lease_body(granted)
+
+    @router.get("/rules/{version}")
+    def rules(version: Annotated[int, Path(ge=0, le=2**31)], node_id: Node) -> Response:
+        """The rule set a lease names (its ``rule_version``), as JSON (indexing/rules.py)."""
+        try:
+            rule_set = services.rules.get(version)
+        except KeyError:
+            return JSONResponse({"error": f"no rule set version {version}"}, status_code=404)
+        return Response(rule_set.to_json(), media_type="application/json")
+
+    @router.post("/ranges/{range_id}/batches")
+    async def batch(range_id: Id, epoch: Epoch, request: Request, node_id: Node) -> dict[str, Any]:
+        """A gzip'd batch (wire/batch.py): stored with the range's new resume point, or 409 stale."""
+        body = await read_body(request, settings.batch_max_bytes)
+        wire = await run(decode_batch, body, settings.batch_max_bytes, settings.batch_max_inflated_bytes)
+        if (wire.range_id, wire.epoch) != (range_id, epoch):
+            raise HTTPException(
+                400,
+                f"the batch names range {wire.range_id} epoch {wire.epoch}, the URL {range_id} epoch {epoch}",
+            )
+        b = wire.batch
+
+        def store(tx: Tx, row: Row) -> Mapping[str, Any]:
+            return store_batch(tx, int(row["group_id"]), str(row["group_name"]), b)
+
+        receipt = await run(
+            services.ranges.commit_batch, range_id, node_id, epoch, b.from_id, b.to_id, b.headers, store
+        )
+        return {**receipt.result, "next": receipt.next_id, "replayed": receipt.replayed}
 
     @router.post("/ranges/{range_id}/heartbeat")
     def heartbeat(range_id: Id, epoch: Epoch, node_id: Node) -> dict[str, bool]:
@@ -277,6 +309,18 @@ def heartbeat(services: Services, range_id: int, node_id: int, epoch: int) -> bo
     return True
 
 
+async def read_body(request: Request, max_bytes: int) -> bytes:
+    """The request body, refused with 413 past ``max_bytes`` without reading the rest."""
+    pieces: list[bytes] = []
+    size = 0
+    async for piece in request.stream():
+        size += len(piece)
+        if size > max_bytes:
+            raise HTTPException(413, f"body over the {max_bytes}-byte cap: post smaller batches")
+        pieces.append(piece)
+    return b"".join(pieces)
+
+
 async def run(function: Any, *args: Any, **kwargs: Any) -> Any:
     from starlette.concurrency import run_in_threadpool
 
@@ -292,6 +336,10 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RangeError)
     async def range_error(request: Request, error: RangeError) -> JSONResponse:
+        return JSONResponse({"error": str(error)}, status_code=400)
+
+    @app.exception_handler(BatchError)
+    async def bad_batch(request: Request, error: BatchError) -> JSONResponse:
         return JSONResponse({"error": str(error)}, status_code=400)
 
     @app.exception_handler(BadLane)

@@ -1,0 +1,9 @@
+-- The catalog, PostgreSQL.
+
+-- name: batch_lock_group
+-- A group's batches merge one at a time: two batches holding fragments of a release that does not
+-- exist yet would both insert it. Seed 000 caps live leases per group for this reason.
+SELECT pg_advisory_xact_lock(1969, CAST(:group_id AS integer))
+
+-- name: releases_by_keys
+SELECT * FROM releases WHERE key = ANY(CAST(:keys AS text[])) FOR UPDATE
