@@ -6,6 +6,7 @@ import random
 from collections.abc import Iterable
 from typing import Any
 
+from tests.support.store import query
 from usenet_indexer.articles import chunk_spans
 from usenet_indexer.coordinator.services import Services
 from usenet_indexer.db import Database
@@ -25,23 +26,22 @@ def spool_posting(services: Services, group: str, posting: Posting, *, capture: 
     services.groups.add(group, capture=capture)
     services.groups.plan(group, posting.first, posting.last)
     lines = {a.number: overview_line(a) for a in posting.articles}
-    with services.db.transaction() as tx:
-        ranges = tx.sql(
-            "SELECT r.id, r.start_id, r.end_id FROM ranges r JOIN groups g ON g.id = r.group_id WHERE g.name = "
-            + ("%(g)s" if tx.dialect == "postgresql" else ":g"),
-            {"g": group},
-        )
+    ranges = query(
+        services.db,
+        "SELECT r.id, r.start_id, r.end_id FROM ranges r JOIN groups g ON g.id = r.group_id "
+        "WHERE g.name = :g",
+        {"g": group},
+    )
     for r in ranges:
         spans = chunk_spans(int(r["start_id"]), int(r["end_id"]), services.settings.chunk_articles)
         for span in spans:
             text = chunk_text([lines[n] for n in range(span.first, span.last + 1) if n in lines])
             services.spool.write(int(r["id"]), span, deflate_plain(text))
-        with services.db.transaction() as tx:
-            tx.sql(
-                "UPDATE ranges SET spooled_chunks = "
-                + ("%(n)s WHERE id = %(id)s" if tx.dialect == "postgresql" else ":n WHERE id = :id"),
-                {"n": len(spans), "id": r["id"]},
-            )
+        query(
+            services.db,
+            "UPDATE ranges SET spooled_chunks = :n WHERE id = :id",
+            {"n": len(spans), "id": r["id"]},
+        )
 
 
 def expected_catalog(group: str, posting: Posting, rules: RuleSet | None = None) -> dict[str, dict[str, Any]]:
