@@ -216,6 +216,64 @@ def serve(
     run_server(services_of(ctx))
 
 
+# -- edge -------------------------------------------------------------------------------------------
+
+
+@app.command()
+def edge(
+    batch_articles: Annotated[int, typer.Option(help="Articles per posted batch")] = 500_000,
+    ranges: Annotated[
+        int | None, typer.Option(help="Stop after this many ranges (default: keep going)")
+    ] = None,
+    processes: Annotated[
+        int | None,
+        typer.Option(help="Worker processes (default EDGE_PROCESSES or 1; 0 = one per core)"),
+    ] = None,
+    idle_seconds: Annotated[float, typer.Option(help="Wait when there is nothing to lease")] = 30.0,
+) -> None:
+    """Run an edge worker: lease ranges from the coordinator, index them, post batches.
+
+    Needs only COORDINATOR_URL and NODE_TOKEN in the environment.
+    """
+    import os
+    import signal
+    import threading
+
+    url = os.environ.get("COORDINATOR_URL", "").strip()
+    token = os.environ.get("NODE_TOKEN", "").strip()
+    if not url:
+        fail("COORDINATOR_URL is not set: the coordinator's address, e.g. http://127.0.0.1:8710")
+    if not token:
+        fail("NODE_TOKEN is not set: create one on the coordinator with `usenet-indexer nodes add NAME`")
+    requested = processes if processes is not None else int(os.environ.get("EDGE_PROCESSES", "1"))
+    count = (os.cpu_count() or 1) if requested == 0 else requested
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    if count > 1 and not os.environ.get("EDGE_CHILD"):
+        from usenet_indexer.edge.supervisor import supervise
+
+        args = [
+            "edge",
+            f"--batch-articles={batch_articles}",
+            f"--idle-seconds={idle_seconds}",
+            "--processes=1",
+        ]
+        if ranges is not None:
+            args.append(f"--ranges={ranges}")
+        raise typer.Exit(supervise(count, args, stop=stop, until_done=ranges is not None))
+
+    from usenet_indexer.edge.client import NodeClient
+    from usenet_indexer.edge.worker import EdgeWorker
+
+    with NodeClient(url, token) as client:
+        worker = EdgeWorker(client, batch_articles=batch_articles, stop=stop, idle_seconds=idle_seconds)
+        try:
+            worker.run(max_ranges=ranges)
+        finally:
+            worker.close()
+
+
 def ago(seconds: float) -> str:
     seconds = max(0.0, seconds)
     for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
