@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 
 from usenet_indexer.articles import ChunkSpan, chunk_spans
 from usenet_indexer.catalog.batch_store import store_batch
+from usenet_indexer.coordinator.metrics import Metrics
 from usenet_indexer.coordinator.nodes import NodeDisabled, Unauthorized
 from usenet_indexer.coordinator.services import Services
 from usenet_indexer.db import Row, Tx
@@ -76,7 +77,7 @@ def authenticated_node(request: Request) -> int:
 Node = Annotated[int, Depends(authenticated_node)]
 
 
-def node_router(services: Services) -> APIRouter:
+def node_router(services: Services, metrics: Metrics) -> APIRouter:
     settings = services.settings
     router = APIRouter(prefix="/api/v1/node", tags=["node"])
 
@@ -85,6 +86,7 @@ def node_router(services: Services) -> APIRouter:
         granted = services.ranges.lease(node_id)
         if granted is None:
             return Response(status_code=204)
+        metrics.leases.labels(took_over=str(granted.took_over).lower()).inc()
         log.info(
             "lease.granted",
             node=node_id,
@@ -121,6 +123,13 @@ def node_router(services: Services) -> APIRouter:
         receipt = await run(
             services.ranges.commit_batch, range_id, node_id, epoch, b.from_id, b.to_id, b.headers, store
         )
+        if receipt.replayed:
+            metrics.batches_replayed.inc()
+        else:
+            metrics.batches.inc()
+            metrics.headers.inc(b.headers)
+            metrics.batch_bytes.inc(len(body))
+            metrics.releases.inc(len(b.fragments))
         return {**receipt.result, "next": receipt.next_id, "replayed": receipt.replayed}
 
     @router.post("/ranges/{range_id}/heartbeat")
@@ -327,11 +336,12 @@ async def run(function: Any, *args: Any, **kwargs: Any) -> Any:
     return await run_in_threadpool(function, *args, **kwargs)
 
 
-def install_error_handlers(app: FastAPI) -> None:
+def install_error_handlers(app: FastAPI, metrics: Metrics) -> None:
     """The lease engine's errors as HTTP: 409 lease lost, 400 impossible numbers or a bad lane."""
 
     @app.exception_handler(LeaseLost)
     async def lease_lost(request: Request, error: LeaseLost) -> JSONResponse:
+        metrics.leases_lost.inc()
         return JSONResponse({"error": error.reason}, status_code=409)
 
     @app.exception_handler(RangeError)
