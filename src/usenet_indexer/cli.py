@@ -315,6 +315,9 @@ def edge(
         typer.Option(help="Worker processes (default EDGE_PROCESSES or 1; 0 = one per core)"),
     ] = None,
     idle_seconds: Annotated[float, typer.Option(help="Wait when there is nothing to lease")] = 30.0,
+    lane: Annotated[
+        str | None, typer.Option(help="Hold a group lane (history or tail): ranges in order, a window kept")
+    ] = None,
 ) -> None:
     """Run an edge worker: lease ranges from the coordinator, index them, post batches.
 
@@ -324,6 +327,8 @@ def edge(
     import signal
     import threading
 
+    if lane is not None and lane not in ("history", "tail"):
+        fail(f"--lane: history or tail, not {lane!r}")
     url = os.environ.get("COORDINATOR_URL", "").strip()
     token = os.environ.get("NODE_TOKEN", "").strip()
     if not url:
@@ -354,7 +359,12 @@ def edge(
     with NodeClient(url, token) as client:
         worker = EdgeWorker(client, batch_articles=batch_articles, stop=stop, idle_seconds=idle_seconds)
         try:
-            worker.run(max_ranges=ranges)
+            if lane is None:
+                worker.run(max_ranges=ranges)
+            else:
+                from usenet_indexer.edge.lanes import run_lanes
+
+                run_lanes(worker, lane, max_ranges=ranges)
         finally:
             worker.close()
 

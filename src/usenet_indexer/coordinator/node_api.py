@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping
+from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Query, Request, Response
@@ -19,6 +20,7 @@ from usenet_indexer.coordinator.metrics import Metrics
 from usenet_indexer.coordinator.nodes import NodeDisabled, Unauthorized
 from usenet_indexer.coordinator.services import Services
 from usenet_indexer.db import Row, Tx
+from usenet_indexer.indexing.window import Window
 from usenet_indexer.leases.errors import LeaseLost, RangeError
 from usenet_indexer.leases.groups import BadLane, check_lane
 from usenet_indexer.leases.ranges import RangeLease
@@ -241,12 +243,62 @@ def node_router(services: Services, metrics: Metrics) -> APIRouter:
             size=size,
             location=location,
         )
-        await run(services.snapshots.prune, group_id, lane, location)
+        kept = await run(services.lanes.kept_locations, group_id, lane)
+        await run(services.snapshots.prune, group_id, lane, kept)
         return {"ok": True, "next": next, "size": size}
 
+    @router.post("/groups/{group_id}/flush")
+    async def flush_lane(
+        group_id: Id,
+        lane: LaneParam,
+        epoch: Epoch,
+        request: Request,
+        node_id: Node,
+        next: Annotated[int, Query(ge=1, le=MAX_ID, description="The article the window stands at")],
+    ) -> dict[str, Any]:
+        """A lane given up: its open releases (a gzip'd batch, range 0) stored and an empty window
+        recorded at ``next``, in one transaction under the lane's epoch."""
+        lane = check_lane(lane)
+        body = await read_body(request, settings.batch_max_bytes)
+        wire = await run(decode_batch, body, settings.batch_max_bytes, settings.batch_max_inflated_bytes)
+        if (wire.range_id, wire.epoch) != (0, epoch):
+            raise HTTPException(400, f"a flush names range 0 and the lane's epoch {epoch}")
+        held = await run(services.lanes.held_lane, group_id, node_id, lane, epoch)
+        empty = Window(held, position=next).snapshot()
+        location, size = await run(services.snapshots.write, group_id, lane, next, [empty], "flushed")
+        result: dict[str, Any] = {}
+
+        def store(tx: Tx, row: Row) -> None:
+            result.update(store_batch(tx, group_id, str(row["name"]), wire.batch))
+
+        await run(
+            partial(
+                services.lanes.flush,
+                group_id,
+                node_id,
+                lane,
+                epoch,
+                next=next,
+                size=size,
+                location=location,
+                store=store,
+            )
+        )
+        kept = await run(services.lanes.kept_locations, group_id, lane)
+        await run(services.snapshots.prune, group_id, lane, kept)
+        return {"ok": True, **result}
+
     @router.get("/groups/{group_id}/snapshot", response_class=StreamingResponse)
-    def get_snapshot(group_id: Id, lane: LaneParam, epoch: Epoch, node_id: Node) -> Response:
-        snapshot = services.lanes.snapshot(group_id, node_id, lane, epoch)
+    def get_snapshot(
+        group_id: Id,
+        lane: LaneParam,
+        epoch: Epoch,
+        node_id: Node,
+        next: Annotated[
+            int | None, Query(ge=1, le=MAX_ID, description="The one standing at this article")
+        ] = None,
+    ) -> Response:
+        snapshot = services.lanes.snapshot(group_id, node_id, lane, epoch, at=next)
         opened = None if snapshot is None else services.snapshots.open(snapshot.location)
         if snapshot is None or opened is None:
             return JSONResponse({"error": "no snapshot"}, status_code=404)

@@ -197,11 +197,27 @@ class NodeClient:
             headers={"Content-Type": "application/octet-stream"},
         )
 
-    def get_snapshot(self, group_id: int, lane: str, epoch: int) -> tuple[int, bytes] | None:
-        response = self.request("GET", f"groups/{group_id}/snapshot", params={"lane": lane, "epoch": epoch})
+    def get_snapshot(
+        self, group_id: int, lane: str, epoch: int, at: int | None = None
+    ) -> tuple[int, bytes] | None:
+        """The lane's snapshot (with ``at``: the one standing at that article), or None."""
+        params: dict[str, int | str] = {"lane": lane, "epoch": epoch}
+        if at is not None:
+            params["next"] = at
+        response = self.request("GET", f"groups/{group_id}/snapshot", params=params)
         if response.status_code == 404:
             return None
         return int(response.headers["X-Snapshot-Next"]), response.content
+
+    def flush_lane(self, group_id: int, lane: str, epoch: int, at: int, body: bytes) -> None:
+        """Post a lane's open releases (a gzip'd batch) and record an empty window at ``at``."""
+        self.request(
+            "POST",
+            f"groups/{group_id}/flush",
+            params={"lane": lane, "epoch": epoch, "next": at},
+            content=body,
+            headers={"Content-Type": "application/json", "Content-Encoding": "gzip"},
+        )
 
 
 def _reason(response: httpx.Response) -> str:
