@@ -21,8 +21,12 @@ def posting(group: str, releases: int, seed: int = 7, first: int = 1) -> Posting
     return post(plan(rng, releases, group), rng, first=first)
 
 
-def spool_posting(services: Services, group: str, posting: Posting, *, capture: bool = False) -> None:
-    """Add the group, plan its ranges over the posting and spool every chunk of every range."""
+def spool_posting(
+    services: Services, group: str, posting: Posting, *, capture: bool = False, hold_back_last: bool = False
+) -> dict[int, tuple[object, bytes]]:
+    """Add the group, plan its ranges over the posting and spool every chunk of every range — but
+    the last chunk of each range when ``hold_back_last`` (returned, for ``spool_held``: a prefetcher
+    running late)."""
     services.groups.add(group, capture=capture)
     services.groups.plan(group, posting.first, posting.last)
     lines = {a.number: overview_line(a) for a in posting.articles}
@@ -32,16 +36,26 @@ def spool_posting(services: Services, group: str, posting: Posting, *, capture: 
         "WHERE g.name = :g",
         {"g": group},
     )
+    held: dict[int, tuple[object, bytes]] = {}
     for r in ranges:
         spans = chunk_spans(int(r["start_id"]), int(r["end_id"]), services.settings.chunk_articles)
         for span in spans:
             text = chunk_text([lines[n] for n in range(span.first, span.last + 1) if n in lines])
+            if hold_back_last and span is spans[-1]:
+                held[int(r["id"])] = (span, deflate_plain(text))
+                continue
             services.spool.write(int(r["id"]), span, deflate_plain(text))
         query(
             services.db,
             "UPDATE ranges SET spooled_chunks = :n WHERE id = :id",
             {"n": len(spans), "id": r["id"]},
         )
+    return held
+
+
+def spool_held(services: Services, held: dict[int, tuple[object, bytes]]) -> None:
+    for range_id, (span, data) in held.items():
+        services.spool.write(range_id, span, data)  # type: ignore[arg-type]
 
 
 def expected_catalog(group: str, posting: Posting, rules: RuleSet | None = None) -> dict[str, dict[str, Any]]:

@@ -250,6 +250,8 @@ class EdgeWorker:
         for piece in self.client.stream(lease.range_id, lease.epoch):
             for frame in decoder.feed(piece):
                 if frame.type is FrameType.KEEPALIVE:
+                    if self.stop.is_set():  # waiting for a chunk is a fine moment to stop
+                        return
                     continue
                 yield frame.type, frame.first, frame.last, bytes(frame.data)
                 if frame.type is FrameType.END:
