@@ -180,7 +180,7 @@ def main() -> None:
     if args.memory_child:
         memory_child(args.memory_child, traced=not args.untraced)
         return
-    lines = args.lines or (200_000 if args.quick else 1_000_000)
+    lines = args.lines or (150_000 if args.quick else 1_000_000)
     rounds = args.rounds or (2 if args.quick else 3)
 
     start = time.perf_counter()
