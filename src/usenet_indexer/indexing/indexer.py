@@ -502,7 +502,10 @@ class RangeIndexer:
             and ids[:1] != b"\n"
             and ids[-1:] != b"\n"
             and b"\n\n" not in ids
-            and not any(blank in ids for blank in _BLANKS)
+            and b" " not in ids
+            and b"\r" not in ids
+            and b"\x0b" not in ids
+            and b"\x0c" not in ids  # the blanks of _BLANKS, spelled out: a generator here cost 1 µs a file
         )
         if valid:
             if all(map(lt, part_list, part_list[1:])):
