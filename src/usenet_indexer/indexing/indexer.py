@@ -104,6 +104,7 @@ class _FileAcc:
     """The segments of one file in the current batch. Slots and bound appends: this is the hot path."""
 
     __slots__ = (
+        "blocks",
         "ext",
         "first",
         "first_date",
@@ -121,7 +122,11 @@ class _FileAcc:
     def __init__(self, info: _FileInfo, number: int, date: bytes, groups: tuple[str, ...]) -> None:
         self.info = info
         self.segs: array[int] = int_array()  # (part, size, article) triples
-        self.mids: list[bytes] = []  # raw Message-ID fields
+        self.mids: list[bytes] = []  # raw Message-ID fields of the current chunk
+        # Earlier chunks' fields, one b"\n"-joined block per chunk: fields hold no newline, so nothing
+        # is lost, and a batch keeps one object per file and chunk instead of one per segment (half
+        # the memory, and nothing for the garbage collector to walk).
+        self.blocks: list[bytes] = []
         # fromlist, not extend: on an overflow it leaves the array unchanged, where extend would keep
         # the values before the bad one and misalign every later triple.
         self.ext = self.segs.fromlist
@@ -134,9 +139,20 @@ class _FileAcc:
         self.ts = b""  # the part total (and what follows it) the fast loop matches, once keyed
         self.poster = b""
 
+    def compact(self) -> None:
+        if self.mids:
+            self.blocks.append(b"\n".join(self.mids))
+            self.mids.clear()
+
+    def message_id_fields(self) -> bytes:
+        """Every raw Message-ID field, in arrival order, joined by newlines."""
+        self.compact()
+        return self.blocks[0] if len(self.blocks) == 1 else b"\n".join(self.blocks)
+
     def release_columns(self) -> None:
         del self.segs[:]
         self.mids.clear()
+        self.blocks.clear()
 
 
 @dataclass(slots=True)
@@ -207,6 +223,8 @@ class RangeIndexer:
         else:
             self._careful(lines, 0, lo, hi, set())
         self._next = next_article
+        for acc in self._files.values():
+            acc.compact()
 
     def finish(self) -> None:
         """The range is read to its end; the next take() is its last batch."""
@@ -471,10 +489,10 @@ class RangeIndexer:
         info = acc.info
         segs = acc.segs
         parts, sizes, articles = segs[0::3], segs[1::3], segs[2::3]
-        mids = acc.mids
+        raw_ids = acc.message_id_fields()
         total = info.parts_total
-        n = len(mids)
-        ids = b"\n".join(mids).replace(b"<", b"").replace(b">", b"")
+        n = len(parts)
+        ids = raw_ids.replace(b"<", b"").replace(b">", b"")
         part_list = parts.tolist()
         valid = (
             min(sizes.tolist()) >= 0
@@ -484,7 +502,10 @@ class RangeIndexer:
             and ids[:1] != b"\n"
             and ids[-1:] != b"\n"
             and b"\n\n" not in ids
-            and not any(blank in ids for blank in _BLANKS)
+            and b" " not in ids
+            and b"\r" not in ids
+            and b"\x0b" not in ids
+            and b"\x0c" not in ids  # the blanks of _BLANKS, spelled out: a generator here cost 1 µs a file
         )
         if valid:
             if all(map(lt, part_list, part_list[1:])):
@@ -494,7 +515,7 @@ class RangeIndexer:
         keep_sizes: list[int] = []
         keep_articles: list[int] = []
         keep_ids: list[bytes] = []
-        for part, size, article, raw in zip(parts, sizes, articles, mids, strict=True):
+        for part, size, article, raw in zip(parts, sizes, articles, raw_ids.split(b"\n"), strict=True):
             mid = message_id_bytes(raw)
             if size < 0:
                 malformed[REASON_BAD_BYTES] += 1
