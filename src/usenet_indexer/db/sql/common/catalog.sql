@@ -28,3 +28,19 @@ WHERE id = :id
 INSERT INTO probe_queue (release_key, par2_message_id, nfo_message_id, created_at, updated_at)
 VALUES (:key, :par2_message_id, :nfo_message_id, {now}, {now})
 ON CONFLICT (release_key) DO NOTHING
+
+-- name: release_rename
+UPDATE releases
+SET name = :name, search_name = :search_name, name_source = :source, category = :category,
+    season = COALESCE(:season, season), episode = COALESCE(:episode, episode), year = COALESCE(:year, year),
+    resolution = COALESCE(:resolution, resolution), obfuscated = false, updated_at = {now}
+WHERE key = :key
+
+-- name: probe_done
+UPDATE probe_queue SET status = 'done', error = NULL, updated_at = {now} WHERE release_key = :key
+
+-- name: probe_failed
+UPDATE probe_queue
+SET status = CASE WHEN attempts >= :max_attempts THEN 'failed' ELSE 'queued' END, error = :error,
+    updated_at = {now}
+WHERE release_key = :key

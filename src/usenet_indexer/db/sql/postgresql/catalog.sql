@@ -7,3 +7,12 @@ SELECT pg_advisory_xact_lock(1969, CAST(:group_id AS integer))
 
 -- name: releases_by_keys
 SELECT * FROM releases WHERE key = ANY(CAST(:keys AS text[])) FOR UPDATE
+
+-- name: probe_take
+UPDATE probe_queue SET status = 'working', attempts = attempts + 1, updated_at = {now}
+WHERE release_key IN (
+  SELECT release_key FROM probe_queue
+  WHERE status = 'queued' OR (status = 'working' AND updated_at < {now} - :stale)
+  ORDER BY created_at LIMIT :n
+  FOR UPDATE SKIP LOCKED)
+RETURNING release_key, par2_message_id, nfo_message_id, attempts
