@@ -12,6 +12,7 @@ import warnings
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from usenet_indexer.indexing.naming import FileKind, file_kind, looks_obfuscated
@@ -86,12 +87,20 @@ _VIDEO_HINT = re.compile(
 )
 
 
+@lru_cache(maxsize=16_384)
+def _parse_title(name: str) -> dict[str, Any]:
+    """PTN's reading of a name, cached: it runs ~160 regexes (~3 ms), and the batch store asks again
+    for every fragment of a release it merges (callers copy the dict before changing it)."""
+    parsed: dict[str, Any] = PTN.parse(name)
+    return parsed
+
+
 def categorize(name: str, file_names: Iterable[str] = ()) -> Category:
     """The category of a release called ``name`` whose files are ``file_names``."""
     kinds = Counter(file_kind(f) for f in file_names)
     if looks_obfuscated(name.strip()):
         return Category(OTHER)
-    info: dict[str, Any] = PTN.parse(name)
+    info: dict[str, Any] = dict(_parse_title(name))
     title = info.get("title") if isinstance(info.get("title"), str) else None
     season = _int(info.get("season"))
     episode = _int(info.get("episode"))
