@@ -10,8 +10,10 @@ import uvicorn
 from fastapi import FastAPI
 
 from usenet_indexer.coordinator.loops import LoopRunner, holder_name
+from usenet_indexer.coordinator.newznab import newznab_router
 from usenet_indexer.coordinator.node_api import install_error_handlers, node_router
 from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.web import web_router
 from usenet_indexer.leases.ownership import OwnershipLeases
 from usenet_indexer.logs import get_logger
 
@@ -27,6 +29,8 @@ def create_app(services: Services) -> FastAPI:
     app.state.services = services
     install_error_handlers(app)
     app.include_router(node_router(services))
+    app.include_router(newznab_router(services))
+    app.include_router(web_router(services))
 
     @app.get("/healthz")
     def healthz() -> dict[str, str]:
