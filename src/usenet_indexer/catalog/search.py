@@ -25,8 +25,11 @@ from usenet_indexer.indexing.naming import normalise
 __all__ = ["COUNT_CAP", "MAX_LIMIT", "ReleaseHit", "Search", "SearchPage", "SearchQuery", "words"]
 
 MAX_LIMIT = 100
-# Totals are counted up to this many matches (newznab's ``total`` then reads "at least").
-COUNT_CAP = 10_000
+# Totals are counted up to this many matches past the offset (``total`` then reads "at least"): a
+# client pages on while ``offset + limit < total``, which a capped count keeps true, and counting
+# every match of a frequent word costs more than the page (10,000 of "1080p" at 1,000,000 releases:
+# 22 ms by itself).
+COUNT_CAP = 1_000
 MAX_WORDS = 16
 MAX_OFFSET = 1_000_000
 
@@ -130,10 +133,20 @@ class SearchPage:
     capped: bool = False
 
 
-def _split_categories(categories: Sequence[int]) -> tuple[list[int], list[int]]:
-    exact = sorted({c for c in categories if c % 1000})
-    parents = sorted({c for c in categories if c % 1000 == 0})
-    return exact, parents
+def category_ids(categories: Sequence[int]) -> list[int]:
+    """The ids a category filter stands for: a parent (x000) all of x000-x999, any other itself.
+
+    One list of exact ids, not ``category / 1000`` against the parents: the (category, posted_at)
+    index answers ``category = ANY(...)`` (counting a category of 300,000 releases at 1,000,000 took
+    89 ms through the expression, which no index holds, and ~2 ms through the index).
+    """
+    ids: set[int] = set()
+    for c in categories:
+        if c % 1000 == 0:
+            ids.update(range(c, c + 1000))
+        else:
+            ids.add(c)
+    return sorted(ids)
 
 
 class Search:
@@ -154,11 +167,8 @@ class Search:
             text = " ".join(found) if tx.dialect == "postgresql" else " ".join(f'"{w}"' for w in found)
             add("text", text=text)
         if query.categories:
-            exact, parents = _split_categories(query.categories)
-            if tx.dialect == "postgresql":
-                add("categories", categories=exact, parents=parents)
-            else:
-                add("categories", categories=json.dumps(exact), parents=json.dumps(parents))
+            ids = category_ids(query.categories)
+            add("categories", categories=ids if tx.dialect == "postgresql" else json.dumps(ids))
         if query.max_age_days is not None:
             add("since", max_age_seconds=float(query.max_age_days) * 86400.0)
         if query.min_size is not None:

@@ -5,9 +5,8 @@
 search_vector @@ plainto_tsquery('simple', :text)
 
 -- name: search_where_categories
--- :categories are exact ids, :parents the x000 ids that stand for all of x000-x999.
-(category = ANY(CAST(:categories AS integer[]))
- OR (category / 1000) * 1000 = ANY(CAST(:parents AS integer[])))
+-- :categories: exact ids, parents expanded (catalog/search.py category_ids).
+category = ANY(CAST(:categories AS integer[]))
 
 -- name: search_where_group
 (group_name = :group OR strpos(' ' || groups || ' ', ' ' || :group || ' ') > 0)

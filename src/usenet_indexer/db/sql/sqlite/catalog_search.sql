@@ -5,8 +5,8 @@
 id IN (SELECT rowid FROM releases_fts WHERE releases_fts MATCH :text)
 
 -- name: search_where_categories
-(category IN (SELECT value FROM json_each(:categories))
- OR (category / 1000) * 1000 IN (SELECT value FROM json_each(:parents)))
+-- :categories: exact ids, parents expanded (catalog/search.py category_ids).
+category IN (SELECT value FROM json_each(:categories))
 
 -- name: search_where_group
 (group_name = :group OR instr(' ' || groups || ' ', ' ' || :group || ' ') > 0)
