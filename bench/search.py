@@ -152,7 +152,10 @@ def title(rng: random.Random) -> str:
     return f"{rng.choice(ADJECTIVES)}.{rng.choice(NOUNS)}"
 
 
-def rows(count: int, seed: int = 1) -> Iterator[tuple[Any, ...]]:
+def rows(count: int, seed: int = 1, shuffled: bool = False) -> Iterator[tuple[Any, ...]]:
+    """Releases in the order a catalog stores them: by and large in posting order (the tail adds the
+    newest; history ranges are taken oldest era first), a day of jitter; ``shuffled``: posting times
+    in no relation to the storage order (the worst case for reading pages newest first)."""
     rng = random.Random(seed)
     for n in range(count):
         kind = rng.choices(("movie", "tv", "music", "pc"), weights=(4, 5, 1, 1))[0]
@@ -175,7 +178,10 @@ def rows(count: int, seed: int = 1) -> Iterator[tuple[Any, ...]]:
             name = f"{rng.choice(NOUNS)}.Studio.v{rng.randrange(20)}.{rng.randrange(10)}.x64-{tag}"
         category = rng.choice(CATEGORIES[kind])
         size = rng.randrange(50_000_000, 60_000_000_000)
-        posted = NOW - rng.random() * SPAN
+        if shuffled:
+            posted = NOW - rng.random() * SPAN
+        else:
+            posted = NOW - SPAN * (1 - n / count) - rng.random() * 86400
         files = rng.randrange(3, 80)
         yield (
             f"{n:032x}",
@@ -209,11 +215,11 @@ def rows(count: int, seed: int = 1) -> Iterator[tuple[Any, ...]]:
         )
 
 
-def load_postgres(url: str, count: int) -> float:
+def load_postgres(url: str, count: int, shuffled: bool = False) -> float:
     started = time.perf_counter()
     with psycopg.connect(url) as conn:
         with conn.cursor() as cursor, cursor.copy(f"COPY releases ({', '.join(COLUMNS)}) FROM STDIN") as copy:
-            for row in rows(count):
+            for row in rows(count, shuffled=shuffled):
                 copy.write_row(row)
         conn.commit()
         conn.autocommit = True
@@ -221,12 +227,15 @@ def load_postgres(url: str, count: int) -> float:
     return time.perf_counter() - started
 
 
-def load_sqlite(url: str, count: int) -> float:
+def load_sqlite(url: str, count: int, shuffled: bool = False) -> float:
     started = time.perf_counter()
     conn = sqlite3.connect(sqlite_path(url))
     placeholders = ", ".join("?" for _ in COLUMNS)
     with conn:
-        conn.executemany(f"INSERT INTO releases ({', '.join(COLUMNS)}) VALUES ({placeholders})", rows(count))
+        conn.executemany(
+            f"INSERT INTO releases ({', '.join(COLUMNS)}) VALUES ({placeholders})",
+            rows(count, shuffled=shuffled),
+        )
     conn.execute("ANALYZE")
     conn.close()
     return time.perf_counter() - started
@@ -311,6 +320,9 @@ def main() -> None:
         "--quick", action="store_true", help="100,000 releases on PostgreSQL, 20,000 on SQLite"
     )
     parser.add_argument("--queries", type=int, default=None)
+    parser.add_argument(
+        "--shuffled", action="store_true", help="posting times in no relation to the storage order"
+    )
     args = parser.parse_args()
     pg_rows, sqlite_rows = (100_000, 20_000) if args.quick else (1_000_000, 100_000)
     count = args.queries or (200 if args.quick else 600)
@@ -322,12 +334,12 @@ def main() -> None:
     }
     with tempfile.TemporaryDirectory(prefix="uibench-search") as folder:
         with postgres_database() as url:
-            loaded = load_postgres(url, pg_rows)
+            loaded = load_postgres(url, pg_rows, args.shuffled)
             print(f"postgresql: {pg_rows:,} releases loaded in {loaded:.0f} s", flush=True)
             pg = measure(url, count, Path(folder) / "pg")
         print_figures("postgresql", pg_rows, pg)
         with sqlite_database() as url:
-            loaded = load_sqlite(url, sqlite_rows)
+            loaded = load_sqlite(url, sqlite_rows, args.shuffled)
             print(f"sqlite: {sqlite_rows:,} releases loaded in {loaded:.0f} s", flush=True)
             lite = measure(url, count, Path(folder) / "sqlite")
         print_figures("sqlite", sqlite_rows, lite)
