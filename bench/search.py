@@ -331,6 +331,7 @@ def main() -> None:
         "pg_rows": pg_rows,
         "sqlite_rows": sqlite_rows,
         "queries": count,
+        "shuffled": args.shuffled,
     }
     with tempfile.TemporaryDirectory(prefix="uibench-search") as folder:
         with postgres_database() as url:

@@ -199,20 +199,28 @@ class Search:
         with self.db.transaction(write=False) as tx:
             where, params = self._where(tx, query)
             sql = queries(tx.dialect)
+            cap = offset + COUNT_CAP
             hits: list[ReleaseHit] = []
-            if limit:
+            total: int | None = None
+            if limit and "search_page_counted" in sql:
+                # PostgreSQL: the page and the count in one statement.
+                rows = tx.sql(
+                    sql["search_page_counted"].replace("{where}", where),
+                    {**params, "limit": limit, "offset": offset, "count_cap": cap},
+                )
+                hits = [ReleaseHit.from_row(r) for r in rows]
+                total = int(rows[0]["total"]) if rows else None
+            elif limit:
                 rows = tx.sql(
                     sql["search_page"].replace("{where}", where), {**params, "limit": limit, "offset": offset}
                 )
                 hits = [ReleaseHit.from_row(r) for r in rows]
-            if 0 < len(hits) < limit:
-                total = offset + len(hits)  # the last page: no count needed
-                capped = False
-            else:
-                cap = offset + COUNT_CAP
+                if 0 < len(hits) < limit:
+                    total = offset + len(hits)  # the last page: nothing to count
+            if total is None:
                 counted = tx.sql(sql["search_count"].replace("{where}", where), {**params, "count_cap": cap})
                 total = int(counted[0]["n"]) if counted else 0
-                capped = total >= cap
+            capped = total >= cap
         return SearchPage(total=total, offset=offset, hits=hits, capped=capped)
 
     def get(self, guid: str) -> ReleaseHit | None:

@@ -493,11 +493,13 @@ class Api:
         row = self.services.search.segments_row(guid.lower())
         if row is None:
             raise NewznabError(300)
+        # Written first: a release that cannot be written (300) costs the user no download.
+        response = nzb_response(row, gzip_file=params.flag("gzip"), accept_gzip=accept_gzip)
         try:
             self.services.users.count_download(user, int(row["id"]))
         except LimitReached:
             raise NewznabError(501) from None
-        return nzb_response(row, gzip_file=params.flag("gzip"), accept_gzip=accept_gzip)
+        return response
 
 
 def nzb_response(row: Mapping[str, Any], *, gzip_file: bool, accept_gzip: bool) -> Response:

@@ -12,13 +12,6 @@ WHERE {where}
 ORDER BY posted_at DESC, id DESC
 LIMIT :limit OFFSET :offset
 
--- name: search_count
--- Counted up to a cap: an exact count of a word in every other release costs more than the page. In
--- the page's order, so that the planner weighs the same plans as for the page: unordered, it took a
--- bitmap of all 164,000 releases holding "web" and "dl" (50 ms) to count the first 1,000.
-SELECT count(*) AS n
-FROM (SELECT 1 FROM releases WHERE {where} ORDER BY posted_at DESC, id DESC LIMIT :count_cap) AS matching
-
 -- name: search_where_all
 1 = 1
 

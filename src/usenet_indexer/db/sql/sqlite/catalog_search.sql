@@ -10,3 +10,8 @@ category IN (SELECT value FROM json_each(:categories))
 
 -- name: search_where_group
 (group_name = :group OR instr(' ' || groups || ' ', ' ' || :group || ' ') > 0)
+
+-- name: search_count
+-- Counted up to a cap, in no order: ordering made SQLite sort every match of a frequent word
+-- (140 ms at 100,000 releases against 37 ms).
+SELECT count(*) AS n FROM (SELECT 1 FROM releases WHERE {where} LIMIT :count_cap) AS matching
