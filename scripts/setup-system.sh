@@ -5,7 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # par2: the real par2cmdline makes the PAR2 files the PAR2 reader is tested on (run, never imported).
-PACKAGES=(par2)
+# nzbget: the real downloader of the NZB round trip (tests/integration/web/test_roundtrip_nzbget.py).
+# chromium: the headless browser of the web UI tests (driven by the playwright package, never a
+# browser it downloads itself).
+PACKAGES=(par2 nzbget chromium)
 
 missing=()
 for package in "${PACKAGES[@]}"; do

@@ -279,6 +279,87 @@ def rules_test(
     typer.echo(f"obfuscated: {'yes' if match.obfuscated else 'no'}")
 
 
+# -- users and the admin login (newznab API keys, web UI) --------------------------------------------
+
+users_app = typer.Typer(no_args_is_help=True, help="Users of the newznab API and their keys.")
+admin_app = typer.Typer(no_args_is_help=True, help="The web UI's admin login.")
+app.add_typer(users_app, name="users")
+app.add_typer(admin_app, name="admin")
+
+
+@users_app.command("add")
+def users_add(
+    ctx: typer.Context,
+    name: str,
+    requests_per_day: Annotated[
+        int | None, typer.Option(help="API requests allowed per day (default: no limit)")
+    ] = None,
+    downloads_per_day: Annotated[
+        int | None, typer.Option(help="NZB downloads allowed per day (default: no limit)")
+    ] = None,
+) -> None:
+    """Add a user and print their API key (shown once: only a hash is kept)."""
+    from usenet_indexer.coordinator.users import UserError
+
+    try:
+        _, key = services_of(ctx).users.add(
+            name, requests_per_day=requests_per_day, downloads_per_day=downloads_per_day
+        )
+    except UserError as error:
+        fail(str(error))
+    typer.echo(key)
+    typer.echo(f"user {name} added; this is their API key (it is not shown again)", err=True)
+
+
+@users_app.command("list")
+def users_list(ctx: typer.Context) -> None:
+    """Users, with today's requests and downloads against their limits."""
+    users = services_of(ctx).users.all()
+    if not users:
+        typer.echo("no users: add one with `usenet-indexer users add NAME`")
+    for u in users:
+        state = "enabled" if u.enabled else "disabled"
+        requests = "no limit" if u.requests_per_day is None else str(u.requests_per_day)
+        downloads = "no limit" if u.downloads_per_day is None else str(u.downloads_per_day)
+        seen = "never" if u.last_seen_at is None else f"{ago(u.now - u.last_seen_at)} ago"
+        typer.echo(
+            f"{u.name}\t{state}\trequests today {u.requests_today}/{requests}"
+            f"\tdownloads today {u.downloads_today}/{downloads}\tlast seen {seen}"
+        )
+
+
+@users_app.command("disable")
+def users_disable(ctx: typer.Context, name: str) -> None:
+    """Refuse the user's API key from now on."""
+    _set_user(ctx, name, False)
+
+
+@users_app.command("enable")
+def users_enable(ctx: typer.Context, name: str) -> None:
+    """Accept the user's API key again."""
+    _set_user(ctx, name, True)
+
+
+def _set_user(ctx: typer.Context, name: str, enabled: bool) -> None:
+    from usenet_indexer.coordinator.users import UserError
+
+    try:
+        services_of(ctx).users.set_enabled(name, enabled)
+    except UserError as error:
+        fail(str(error))
+    typer.echo(f"user {name} {'enabled' if enabled else 'disabled'}")
+
+
+@admin_app.command("hash-password")
+def admin_hash_password(
+    password: Annotated[str, typer.Option(prompt=True, hide_input=True, confirmation_prompt=True)],
+) -> None:
+    """Print the hash of an admin password, for the setting admin_password_hash."""
+    from usenet_indexer.coordinator.passwords import hash_password
+
+    typer.echo(hash_password(password))
+
+
 # -- serve ------------------------------------------------------------------------------------------
 
 

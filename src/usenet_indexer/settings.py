@@ -58,11 +58,29 @@ class Settings(BaseSettings):
     # The coordinator's HTTP server.
     host: str = "127.0.0.1"
     port: int = Field(default=8710, ge=0, le=65535)
+    public_url: str = Field(
+        default="",
+        description="The coordinator's address as clients reach it (links in API results); "
+        "default: the address each request came to",
+    )
+
+    # The web UI's admin login. Give the hash (``usenet-indexer admin hash-password``); a plain
+    # ``admin_password`` (e.g. from USENET_INDEXER_ADMIN_PASSWORD) is hashed when settings load and
+    # not kept. Neither: the admin pages say how to set one and refuse every login.
+    admin_password_hash: str = ""
+    admin_password: str = Field(default="", repr=False)
+    web_session_hours: float = Field(default=12.0, gt=0)
 
     @model_validator(mode="after")
     def _default_database(self) -> Settings:
         if not self.database_url:
             self.database_url = f"sqlite:///{(self.data_dir / 'usenet-indexer.db').as_posix()}"
+        if self.admin_password:
+            from usenet_indexer.coordinator.passwords import hash_password
+
+            if not self.admin_password_hash:
+                self.admin_password_hash = hash_password(self.admin_password)
+            self.admin_password = ""
         if self.range_articles % self.chunk_articles:
             # Ranges are cut into chunks aligned like the ranges themselves (articles.py).
             raise ValueError(

@@ -14,8 +14,10 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from usenet_indexer.coordinator.loops import LoopRunner, holder_name
 from usenet_indexer.coordinator.metrics import Metrics
+from usenet_indexer.coordinator.newznab import newznab_router
 from usenet_indexer.coordinator.node_api import install_error_handlers, node_router
 from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.web import web_router
 from usenet_indexer.leases.ownership import OwnershipLeases
 from usenet_indexer.logs import get_logger
 
@@ -33,6 +35,8 @@ def create_app(services: Services) -> FastAPI:
     app.state.metrics = metrics
     install_error_handlers(app, metrics)
     app.include_router(node_router(services, metrics))
+    app.include_router(newznab_router(services))
+    app.include_router(web_router(services))
 
     @app.middleware("http")
     async def time_node_api(request: Request, call_next: Any) -> Any:

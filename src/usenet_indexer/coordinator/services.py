@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from usenet_indexer.catalog.search import Search
 from usenet_indexer.catalog.space import CatalogSpace
 from usenet_indexer.coordinator.groups import Groups
 from usenet_indexer.coordinator.nodes import Nodes
 from usenet_indexer.coordinator.planning import PlanSizes
 from usenet_indexer.coordinator.rules import RuleStore
+from usenet_indexer.coordinator.users import Users
 from usenet_indexer.db import Database, connect, upgrade
 from usenet_indexer.leases.groups import GroupLeases
 from usenet_indexer.leases.ranges import RangeLeases
@@ -33,6 +35,8 @@ class Services:
     spool: Spool
     corpus: Corpus
     snapshots: Snapshots
+    users: Users
+    search: Search
 
     def close(self) -> None:
         self.db.close()
@@ -69,4 +73,6 @@ def open_services(settings: Settings, *, migrate: bool = True, max_connections: 
         spool=Spool(blobs),
         corpus=Corpus(blobs),
         snapshots=Snapshots(blobs, settings.snapshot_max_bytes),
+        users=Users(db),
+        search=Search(db),
     )

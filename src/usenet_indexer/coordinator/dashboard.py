@@ -1,0 +1,134 @@
+"""What the web UI's dashboard shows, read from the store in one transaction: each group's tail and
+history progress, ranges by status, live workers and their headers/s, leases, failed ranges, the
+catalog's size and the spool's."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from usenet_indexer.coordinator.groups import GroupSummary
+from usenet_indexer.coordinator.services import Services
+from usenet_indexer.db import Row
+
+# Headers/s is averaged over the batches of this window: a worker posts a batch every few seconds to
+# a few minutes (500,000 articles by default), so a shorter window shows zeros between posts.
+RATE_WINDOW_SECONDS = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class LaneProgress:
+    ranges: int = 0
+    articles: int = 0
+    read: int = 0
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.read / self.articles if self.articles else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class GroupProgress:
+    summary: GroupSummary
+    tail: LaneProgress
+    history: LaneProgress
+
+
+@dataclass(frozen=True, slots=True)
+class Worker:
+    id: int
+    name: str
+    enabled: bool
+    last_seen_at: float | None
+    live_leases: int
+    headers_per_second: float
+
+    @property
+    def live(self) -> bool:
+        return self.live_leases > 0
+
+
+@dataclass
+class Dashboard:
+    now: float
+    groups: list[GroupProgress]
+    statuses: dict[str, int]
+    workers: list[Worker]
+    leases: list[Row]
+    failed: list[Row]
+    releases: int
+    releases_complete: int
+    catalog_bytes: int
+    newest_release: float | None
+    spool_bytes: int
+    headers_per_second: float = 0.0
+    live_workers: int = 0
+    rate_window: float = RATE_WINDOW_SECONDS
+    errors: list[str] = field(default_factory=list)
+
+
+def dashboard(services: Services) -> Dashboard:
+    ttl = services.settings.lease_ttl_seconds
+    summaries = services.groups.summaries()
+    with services.db.transaction(write=False) as tx:
+        lanes = tx.run("dashboard_lanes")
+        workers = tx.run("dashboard_workers", {"ttl": ttl, "window": RATE_WINDOW_SECONDS})
+        leases = tx.run("dashboard_leases")
+        failed = tx.run("dashboard_failed")
+        catalog = tx.one("dashboard_catalog")
+    assert catalog is not None
+    progress: dict[tuple[int, str], LaneProgress] = {
+        (int(r["group_id"]), str(r["lane"])): LaneProgress(
+            int(r["ranges"]), int(r["articles"]), int(r["read"])
+        )
+        for r in lanes
+    }
+    statuses: dict[str, int] = {"planned": 0, "leased": 0, "done": 0, "failed": 0}
+    for g in summaries:
+        for status, n in g.ranges.items():
+            statuses[status] = statuses.get(status, 0) + n
+    found = [
+        Worker(
+            id=int(w["id"]),
+            name=str(w["name"]),
+            enabled=bool(w["enabled"]),
+            last_seen_at=w["last_seen_at"],
+            live_leases=int(w["live_leases"]),
+            headers_per_second=int(w["recent_headers"]) / RATE_WINDOW_SECONDS,
+        )
+        for w in workers
+    ]
+    try:
+        spool = services.spool.size()
+    except OSError:
+        spool = 0
+    return Dashboard(
+        now=float(catalog["now"]),
+        groups=[
+            GroupProgress(
+                g,
+                progress.get((g.id, "tail"), LaneProgress()),
+                progress.get((g.id, "history"), LaneProgress()),
+            )
+            for g in summaries
+        ],
+        statuses=statuses,
+        workers=found,
+        leases=leases,
+        failed=failed,
+        releases=int(catalog["releases"]),
+        releases_complete=int(catalog["complete"]),
+        catalog_bytes=int(catalog["bytes"]),
+        newest_release=catalog["newest"],
+        spool_bytes=spool,
+        headers_per_second=sum(w.headers_per_second for w in found),
+        live_workers=sum(1 for w in found if w.live),
+    )
+
+
+def retry_range(services: Services, range_id: int) -> bool:
+    """Plan a failed range again; False when it is not (or no longer) failed."""
+    with services.db.transaction() as tx:
+        row = tx.one("range_retry", {"range_id": range_id})
+        if row is not None:
+            tx.execute("range_retry_forget_chunks", {"range_id": range_id})
+    return row is not None

@@ -1,0 +1,510 @@
+"""The web UI: server-rendered pages (Jinja2, plain forms, no JavaScript build) on the coordinator.
+
+- ``/`` the dashboard (coordinator/dashboard.py), refreshed by the browser every 15 s;
+- ``/releases`` search and browse, ``/releases/{guid}`` a release with its files, ``…/nzb`` its NZB;
+- ``/admin/…`` groups, nodes, users and rule sets, behind the admin login.
+
+The admin login: one password (settings ``admin_password_hash``, or ``admin_password`` hashed when
+settings load), a session cookie whose hash is stored (``web_sessions``) with the session's CSRF token,
+which every admin form carries and every admin POST checks; the login form has its own
+double-submit token. Cookies are HttpOnly and SameSite=Strict.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import math
+import secrets
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import HTMLResponse, RedirectResponse
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.concurrency import run_in_threadpool
+
+from usenet_indexer.catalog.search import SearchQuery, words
+from usenet_indexer.coordinator.dashboard import dashboard, retry_range
+from usenet_indexer.coordinator.groups import GroupError
+from usenet_indexer.coordinator.newznab import NewznabError, nzb_response
+from usenet_indexer.coordinator.nodes import NodeError
+from usenet_indexer.coordinator.passwords import verify_password
+from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.users import UserError
+from usenet_indexer.indexing import SegmentBlobError, unpack_segments
+from usenet_indexer.indexing.categories import NAMES
+from usenet_indexer.indexing.rules import RuleError, RuleSet
+from usenet_indexer.indexing.rules import test as test_subject
+
+__all__ = ["ago", "human_bytes", "human_number", "web_router"]
+
+SESSION_COOKIE = "uix_session"
+LOGIN_COOKIE = "uix_login"
+PAGE_SIZE = 50
+MAX_FORM_BYTES = 256 << 10
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+# -- formatting: numbers with units, relative times -----------------------------------------------
+
+
+def human_bytes(value: float | None) -> str:
+    if value is None:
+        return "–"
+    size = float(value)
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(size) < 1000 or unit == "TB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1000
+    raise AssertionError("unreachable")
+
+
+def human_number(value: float | None) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:,.1f}"
+    return f"{int(value):,}"
+
+
+def ago(seconds_ago: float | None) -> str:
+    """ "3 min ago", "just now", "in 2 h" (clocks disagree): what a person reads at a glance."""
+    if seconds_ago is None or math.isnan(seconds_ago):
+        return "never"
+    future = seconds_ago < 0
+    seconds = abs(seconds_ago)
+    if seconds < 5:
+        return "just now"
+    text = f"{seconds:.0f} s"
+    for unit, size in (("y", 365 * 86400), ("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            text = f"{seconds / size:.0f} {unit}"
+            break
+    return f"in {text}" if future else f"{text} ago"
+
+
+def timestamp(seconds: float | None) -> str:
+    if seconds is None:
+        return "–"
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(str(TEMPLATES)),
+        autoescape=select_autoescape(["html"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["bytes"] = human_bytes
+    env.filters["num"] = human_number
+    env.filters["ago"] = ago
+    env.filters["timestamp"] = timestamp
+    env.filters["category"] = lambda c: NAMES.get(int(c), str(c))
+    env.globals["categories"] = sorted(NAMES.items())
+    return env
+
+
+def _hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+class Web:
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.env = _environment()
+
+    # -- rendering --------------------------------------------------------------------------------
+
+    def render(self, request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+        session = self.session(request)
+        html = self.env.get_template(template).render(
+            request=request,
+            admin=session is not None,
+            csrf=session["csrf"] if session else "",
+            now=time.time(),
+            **context,
+        )
+        response = HTMLResponse(html, status_code=status)
+        response.headers["Content-Security-Policy"] = (
+            "default-src 'self'; style-src 'self' 'unsafe-inline'; script-src 'none'; frame-ancestors 'none'"
+        )
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Referrer-Policy"] = "same-origin"
+        return response
+
+    # -- sessions ---------------------------------------------------------------------------------
+
+    def session(self, request: Request) -> Mapping[str, Any] | None:
+        cached = request.scope.get("uix_session", False)
+        if cached is not False:
+            return cached  # type: ignore[no-any-return]
+        token = request.cookies.get(SESSION_COOKIE, "")
+        row = None
+        if token and len(token) < 200:
+            with self.services.db.transaction(write=False) as tx:
+                row = tx.one("session_get", {"token_hash": _hash(token)})
+        request.scope["uix_session"] = row
+        return row
+
+    def login(self, password: str) -> tuple[str, str] | None:
+        stored = self.services.settings.admin_password_hash
+        if not stored or not verify_password(password, stored):
+            return None
+        token = secrets.token_urlsafe(32)
+        csrf = secrets.token_urlsafe(24)
+        ttl = self.services.settings.web_session_hours * 3600
+        with self.services.db.transaction() as tx:
+            tx.execute("sessions_expire")
+            tx.execute("session_insert", {"token_hash": _hash(token), "csrf": csrf, "ttl": ttl})
+        return token, csrf
+
+    def logout(self, request: Request) -> None:
+        token = request.cookies.get(SESSION_COOKIE, "")
+        if token:
+            with self.services.db.transaction() as tx:
+                tx.execute("session_delete", {"token_hash": _hash(token)})
+
+
+async def read_form(request: Request) -> dict[str, str]:
+    """A url-encoded or multipart form as strings (first value of each field), capped in size."""
+    length = request.headers.get("content-length")
+    if length and (not length.isdigit() or int(length) > MAX_FORM_BYTES):
+        return {}
+    try:
+        form = await request.form(max_files=0, max_fields=100)
+    except Exception:  # a malformed body is an empty form, never a 500
+        return {}
+    return {key: value for key, value in form.multi_items() if isinstance(value, str)}
+
+
+def _optional_int(value: str | None, *, low: int = 0, high: int = 2**62) -> int | None:
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    if not text.isascii() or not text.isdigit() or len(text) > 19:
+        raise ValueError(f"not a whole number: {text[:40]!r}")
+    number = int(text)
+    if not low <= number <= high:
+        raise ValueError(f"{number} is outside {low}..{high}")
+    return number
+
+
+def _query_int(request: Request, name: str, default: int, high: int) -> int:
+    try:
+        value = _optional_int(request.query_params.get(name), high=high)
+    except ValueError:
+        return default
+    return default if value is None else value
+
+
+def web_router(services: Services) -> APIRouter:
+    router = APIRouter(include_in_schema=False)
+    web = Web(services)
+
+    def blocking(function: Any, *args: Any) -> Any:
+        return run_in_threadpool(function, *args)
+
+    # -- public pages -----------------------------------------------------------------------------
+
+    @router.get("/", response_class=HTMLResponse)
+    async def index(request: Request) -> Response:
+        board = await blocking(dashboard, services)
+        return web.render(request, "dashboard.html", board=board, ttl=services.settings.lease_ttl_seconds)
+
+    @router.get("/releases", response_class=HTMLResponse)
+    async def releases(request: Request) -> Response:
+        q = (request.query_params.get("q") or "").strip()[:200]
+        cat = _query_int(request, "cat", 0, 99_999)
+        page = _query_int(request, "page", 1, 200)
+        query = SearchQuery(
+            text=q or None,
+            categories=(cat,) if cat else (),
+            limit=PAGE_SIZE,
+            offset=(max(page, 1) - 1) * PAGE_SIZE,
+        )
+        found = await blocking(services.search.search, query)
+        pages = max(1, math.ceil(found.total / PAGE_SIZE))
+
+        def link(p: int) -> str:
+            return "/releases?" + urlencode({k: v for k, v in (("q", q), ("cat", cat), ("page", p)) if v})
+
+        return web.render(
+            request,
+            "releases.html",
+            q=q,
+            cat=cat,
+            page=max(page, 1),
+            pages=pages,
+            found=found,
+            link=link,
+            searched=bool(words(q)),
+        )
+
+    @router.get("/releases/{guid}", response_class=HTMLResponse)
+    async def release(request: Request, guid: str) -> Response:
+        hit = await blocking(services.search.get, guid.lower())
+        if hit is None:
+            return web.render(request, "missing.html", status=404, what="release")
+        row = await blocking(services.search.segments_row, guid.lower())
+        files: list[Any] = []
+        if row is not None:
+            try:
+                files = sorted(
+                    unpack_segments(bytes(row["segments"])), key=lambda f: (f.index or 1 << 30, f.name)
+                )
+            except SegmentBlobError:
+                files = []
+        return web.render(request, "release.html", hit=hit, files=files)
+
+    @router.get("/releases/{guid}/nzb")
+    async def release_nzb(request: Request, guid: str) -> Response:
+        row = await blocking(services.search.segments_row, guid.lower())
+        if row is None:
+            return web.render(request, "missing.html", status=404, what="release")
+        try:
+            response = nzb_response(row, gzip_file=False, accept_gzip=False)
+        except NewznabError:
+            return web.render(request, "missing.html", status=404, what="NZB for this release")
+        await blocking(services.search.count_grab, int(row["id"]))
+        return response
+
+    # -- login ------------------------------------------------------------------------------------
+
+    @router.get("/admin/login", response_class=HTMLResponse)
+    async def login_form(request: Request) -> Response:
+        token = secrets.token_urlsafe(24)
+        response = web.render(
+            request,
+            "login.html",
+            login_csrf=token,
+            configured=bool(services.settings.admin_password_hash),
+            error=None,
+        )
+        response.set_cookie(LOGIN_COOKIE, token, httponly=True, samesite="strict", max_age=3600)
+        return response
+
+    @router.post("/admin/login")
+    async def login(request: Request) -> Response:
+        form = await read_form(request)
+        cookie = request.cookies.get(LOGIN_COOKIE, "")
+        sent = form.get("csrf", "")
+        if not cookie or not hmac.compare_digest(cookie.encode(), sent.encode()):
+            return web.render(
+                request,
+                "login.html",
+                status=400,
+                login_csrf=cookie,
+                configured=True,
+                error="The form expired: load the login page again.",
+            )
+        made = await blocking(web.login, form.get("password", ""))
+        if made is None:
+            return web.render(
+                request,
+                "login.html",
+                status=401,
+                login_csrf=cookie,
+                configured=bool(services.settings.admin_password_hash),
+                error="Wrong password.",
+            )
+        token, _ = made
+        response = RedirectResponse("/admin/groups", status_code=303)
+        secure = request.url.scheme == "https"
+        hours = services.settings.web_session_hours
+        response.set_cookie(
+            SESSION_COOKIE, token, httponly=True, samesite="strict", secure=secure, max_age=int(hours * 3600)
+        )
+        response.delete_cookie(LOGIN_COOKIE)
+        return response
+
+    async def admin_form(request: Request) -> dict[str, str] | Response:
+        """The form of an admin POST, or the response that refuses it (no session, bad CSRF token)."""
+        session = await blocking(web.session, request)
+        if session is None:
+            return RedirectResponse("/admin/login", status_code=303)
+        form = await read_form(request)
+        if not hmac.compare_digest(str(session["csrf"]).encode(), form.get("csrf", "").encode()):
+            return web.render(request, "missing.html", status=403, what="valid form token (reload the page)")
+        return form
+
+    async def admin_page(request: Request) -> Response | None:
+        if await blocking(web.session, request) is None:
+            return RedirectResponse("/admin/login", status_code=303)
+        return None
+
+    @router.post("/admin/logout")
+    async def logout(request: Request) -> Response:
+        form = await admin_form(request)
+        if isinstance(form, Response):
+            return form
+        await blocking(web.logout, request)
+        response = RedirectResponse("/", status_code=303)
+        response.delete_cookie(SESSION_COOKIE)
+        return response
+
+    @router.get("/admin")
+    async def admin_home(request: Request) -> Response:
+        return RedirectResponse("/admin/groups", status_code=303)
+
+    # -- groups and ranges ------------------------------------------------------------------------
+
+    async def groups_page(request: Request, message: str | None = None, error: str | None = None) -> Response:
+        board = await blocking(dashboard, services)
+        return web.render(request, "admin_groups.html", board=board, message=message, error=error)
+
+    @router.get("/admin/groups", response_class=HTMLResponse)
+    async def admin_groups(request: Request) -> Response:
+        return await admin_page(request) or await groups_page(request)
+
+    @router.post("/admin/groups")
+    async def admin_groups_post(request: Request) -> Response:
+        form = await admin_form(request)
+        if isinstance(form, Response):
+            return form
+        action = form.get("action", "")
+        name = form.get("name", "").strip()
+        try:
+            if action == "add":
+                backfill = _optional_int(form.get("backfill"))
+                await blocking(lambda: services.groups.add(name, backfill_articles=backfill))
+                return await groups_page(request, message=f"Group {name} added.")
+            if action in ("enable", "disable"):
+                await blocking(services.groups.set_enabled, name, action == "enable")
+                return await groups_page(request, message=f"Group {name} {action}d.")
+            if action == "plan":
+                low, high = _optional_int(form.get("low")), _optional_int(form.get("high"))
+                if low is None or high is None:
+                    raise ValueError("give both watermarks")
+                planned = await blocking(services.groups.plan, name, low, high)
+                return await groups_page(request, message=f"{name}: planned {len(planned)} ranges.")
+        except (GroupError, ValueError) as error:
+            return await groups_page(request, error=str(error))
+        return await groups_page(request, error=f"unknown action {action[:40]!r}")
+
+    @router.post("/admin/ranges/{range_id}/retry")
+    async def admin_retry(request: Request, range_id: str) -> Response:
+        form = await admin_form(request)
+        if isinstance(form, Response):
+            return form
+        try:
+            number = _optional_int(range_id, low=1)
+        except ValueError:
+            number = None
+        done = number is not None and await blocking(retry_range, services, number)
+        if form.get("back") == "dashboard":
+            return RedirectResponse("/", status_code=303)
+        if done:
+            return await groups_page(request, message=f"Range {number} planned again.")
+        return await groups_page(request, error=f"Range {range_id[:20]} is not a failed range.")
+
+    # -- nodes ------------------------------------------------------------------------------------
+
+    async def nodes_page(request: Request, **context: Any) -> Response:
+        nodes = await blocking(services.nodes.all)
+        board = await blocking(dashboard, services)
+        return web.render(
+            request, "admin_nodes.html", nodes=nodes, workers={w.id: w for w in board.workers}, **context
+        )
+
+    @router.get("/admin/nodes", response_class=HTMLResponse)
+    async def admin_nodes(request: Request) -> Response:
+        return await admin_page(request) or await nodes_page(request)
+
+    @router.post("/admin/nodes")
+    async def admin_nodes_post(request: Request) -> Response:
+        form = await admin_form(request)
+        if isinstance(form, Response):
+            return form
+        action, name = form.get("action", ""), form.get("name", "").strip()
+        try:
+            if action == "add":
+                _, token = await blocking(services.nodes.add, name)
+                return await nodes_page(request, message=f"Node {name} added.", secret=token)
+            if action in ("enable", "disable"):
+                await blocking(services.nodes.set_enabled, name, action == "enable")
+                return await nodes_page(request, message=f"Node {name} {action}d.")
+        except NodeError as error:
+            return await nodes_page(request, error=str(error))
+        return await nodes_page(request, error=f"unknown action {action[:40]!r}")
+
+    # -- users ------------------------------------------------------------------------------------
+
+    async def users_page(request: Request, **context: Any) -> Response:
+        users = await blocking(services.users.all)
+        return web.render(request, "admin_users.html", users=users, **context)
+
+    @router.get("/admin/users", response_class=HTMLResponse)
+    async def admin_users(request: Request) -> Response:
+        return await admin_page(request) or await users_page(request)
+
+    @router.post("/admin/users")
+    async def admin_users_post(request: Request) -> Response:
+        form = await admin_form(request)
+        if isinstance(form, Response):
+            return form
+        action, name = form.get("action", ""), form.get("name", "").strip()
+        try:
+            if action == "add":
+                requests_limit = _optional_int(form.get("requests_per_day"), high=2**31 - 1)
+                downloads_limit = _optional_int(form.get("downloads_per_day"), high=2**31 - 1)
+                _, key = await blocking(
+                    lambda: services.users.add(
+                        name, requests_per_day=requests_limit, downloads_per_day=downloads_limit
+                    )
+                )
+                return await users_page(request, message=f"User {name} added.", secret=key)
+            if action in ("enable", "disable"):
+                await blocking(services.users.set_enabled, name, action == "enable")
+                return await users_page(request, message=f"User {name} {action}d.")
+        except (UserError, ValueError) as error:
+            return await users_page(request, error=str(error))
+        return await users_page(request, error=f"unknown action {action[:40]!r}")
+
+    # -- rule sets --------------------------------------------------------------------------------
+
+    async def rules_page(request: Request, **context: Any) -> Response:
+        versions = await blocking(services.rules.versions)
+        version, current = await blocking(services.rules.current)
+        pretty = json.dumps(json.loads(current.to_json()), indent=2)
+        context.setdefault("draft", pretty)
+        return web.render(
+            request, "admin_rules.html", versions=versions, version=version, current=pretty, **context
+        )
+
+    @router.get("/admin/rules", response_class=HTMLResponse)
+    async def admin_rules(request: Request) -> Response:
+        return await admin_page(request) or await rules_page(request)
+
+    @router.post("/admin/rules")
+    async def admin_rules_post(request: Request) -> Response:
+        form = await admin_form(request)
+        if isinstance(form, Response):
+            return form
+        action = form.get("action", "")
+        if action == "add":
+            draft = form.get("rules", "")
+            try:
+                rules = RuleSet.from_json(draft)
+            except (RuleError, ValueError, KeyError, TypeError) as error:
+                return await rules_page(request, error=f"Not saved: {error}", draft=draft)
+            version = await blocking(services.rules.add, rules, form.get("note", "")[:200])
+            return await rules_page(request, message=f"Saved as version {version}.")
+        if action == "test":
+            subject, group = form.get("subject", "")[:2000], form.get("group", "").strip()[:200]
+            _, current = await blocking(services.rules.current)
+            try:
+                result = test_subject(subject, group, current)
+            except (RuleError, ValueError) as error:
+                return await rules_page(request, error=str(error), subject=subject, group=group)
+            return await rules_page(request, tested=repr(result), subject=subject, group=group)
+        return await rules_page(request, error=f"unknown action {action[:40]!r}")
+
+    return router
