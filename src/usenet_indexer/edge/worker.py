@@ -224,7 +224,10 @@ class EdgeWorker:
         log.error("range.failed", range=lease.range_id, error=f"{type(error).__name__}: {error}")
         try:
             self.client.call(lease.range_id, lease.epoch, "release")
-        except (LeaseLost, ApiError, OSError) as release_error:
+        except LeaseLost as lost:
+            # The usual reason a stream broke: the coordinator ended it because the lease was lost.
+            log.warning("range.lease_lost", range=lease.range_id, reason=lost.reason)
+        except (ApiError, OSError) as release_error:
             log.warning("range.release_failed", range=lease.range_id, error=str(release_error))
 
     def _index(
