@@ -559,5 +559,8 @@ def newznab_router(services: Services) -> APIRouter:
             log.exception("newznab.error")
             return error_response(NewznabError(900), as_json)
 
-    router.add_api_route("/api", endpoint, methods=["GET", "POST"], include_in_schema=True)
+    # One route per method: FastAPI names an operation after its function, and two methods on one
+    # route would make a duplicate operation id in /openapi.json.
+    router.add_api_route("/api", endpoint, methods=["GET"], operation_id="newznab_get")
+    router.add_api_route("/api", endpoint, methods=["POST"], operation_id="newznab_post")
     return router
