@@ -190,25 +190,57 @@ class RangeLeases:
 
     def finish(self, range_id: int, node_id: int, epoch: int) -> FinishedRange:
         """The worker read the range to its end: done (refused while ``next_id <= end_id``)."""
-        with self.db.transaction() as tx:
-            row = self.held(tx, range_id, node_id, epoch)
-            if int(row["next_id"]) <= int(row["end_id"]):
-                raise RangeError(
-                    f"range {range_id} is at {row['next_id']}, not past its end {row['end_id']}: "
-                    "post the batches up to the end first"
-                )
-            done = tx.one("range_done", {"range_id": range_id})
-            assert done is not None
+        params = {"range_id": range_id, "node_id": node_id, "epoch": epoch, "ttl": self.ttl}
+
+        def follow_ups(tx: Tx, done: Row) -> None:
             end_lease(tx, range_id, epoch, float(done["done_at"]), "finished")
-            return count_headers(tx, row)
+            count_headers(tx, done)
+
+        done = self._one_step("range_finish", params, follow_ups)
+        if done is not None:
+            return FinishedRange(
+                range_id, int(done["group_id"]), int(done["headers"]), lane_of(int(done["priority"]))
+            )
+        row, reason = self._why_not(params)
+        if reason is not None:
+            raise LeaseLost(reason)
+        raise RangeError(
+            f"range {range_id} is at {row['next_id']}, not past its end {row['end_id']}: "
+            "post the batches up to the end first"
+        )
 
     def release(self, range_id: int, node_id: int, epoch: int) -> None:
         """A stopping worker gives its range back; the next one resumes at its last stored batch."""
-        with self.db.transaction() as tx:
-            self.held(tx, range_id, node_id, epoch)
-            released = tx.one("range_release", {"range_id": range_id})
-            assert released is not None
+        params = {"range_id": range_id, "node_id": node_id, "epoch": epoch, "ttl": self.ttl}
+
+        def follow_ups(tx: Tx, released: Row) -> None:
             end_lease(tx, range_id, epoch, float(released["now"]), "released")
+
+        if self._one_step("range_give_back", params, follow_ups) is None:
+            raise LeaseLost(self._why_not(params)[1] or f"range {range_id}: release refused")
+
+    def _one_step(
+        self, name: str, params: dict[str, Any], follow_ups: Callable[[Tx, Row], None]
+    ) -> Row | None:
+        """A lifecycle step as one conditional statement: PostgreSQL's version does its follow-ups
+        (lease log, counts) in the same statement and one round trip; on SQLite they run after it in
+        the same transaction. None: the statement's conditions did not hold."""
+        if self.db.dialect == "postgresql":
+            rows = self.db.once(name, params)
+            return rows[0] if rows else None
+        with self.db.transaction() as tx:
+            row = tx.one(name, params)
+            if row is not None:
+                follow_ups(tx, row)
+            return row
+
+    def _why_not(self, params: dict[str, Any]) -> tuple[Row, str | None]:
+        with self.db.transaction(write=False) as tx:
+            row = tx.one("range_get", params)
+        reason = explain(row, params["range_id"], params["node_id"], params["epoch"], self.ttl)
+        if row is None:
+            raise LeaseLost(reason or f"unknown range {params['range_id']}")
+        return row, reason
 
     def corrupt(self, range_id: int, node_id: int, epoch: int, chunk_from: int) -> CorruptOutcome:
         """A chunk that does not inflate. First report: fetch it plain next time and replan the range.
@@ -376,6 +408,7 @@ def end_lease(tx: Tx, range_id: int, epoch: int, ended_at: float, reason: str) -
 
 
 def count_headers(tx: Tx, row: Row) -> FinishedRange:
+    """Add a finished range's headers to its group's and lane's counts."""
     lane = lane_of(int(row["priority"]))
     headers = int(row["headers"])
     counted = {"group_id": row["group_id"], "lane": lane, "headers": headers}

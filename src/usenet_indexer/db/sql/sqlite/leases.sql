@@ -50,3 +50,16 @@ RETURNING reports, fetched_plain_at
 
 -- name: database_size
 SELECT page_count * page_size AS bytes FROM pragma_page_count(), pragma_page_size()
+
+-- name: range_finish
+-- As PostgreSQL's, without the follow-ups (leases/ranges.py runs them in the same transaction).
+UPDATE ranges SET status = 'done', done_at = {now}, heartbeat_at = {now}, node_id = NULL
+WHERE id = :range_id AND node_id = :node_id AND epoch = :epoch AND status = 'leased'
+  AND heartbeat_at >= {now} - :ttl AND next_id > end_id
+RETURNING id, group_id, priority, headers, done_at
+
+-- name: range_give_back
+UPDATE ranges SET status = 'planned', node_id = NULL
+WHERE id = :range_id AND node_id = :node_id AND epoch = :epoch AND status = 'leased'
+  AND heartbeat_at >= {now} - :ttl
+RETURNING id, {now} AS now
