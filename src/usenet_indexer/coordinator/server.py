@@ -9,8 +9,13 @@ from collections.abc import AsyncIterator
 import uvicorn
 from fastapi import FastAPI
 
+from usenet_indexer.coordinator.cleanup import SpoolCleanup
+from usenet_indexer.coordinator.corpus_fill import CorpusFill
 from usenet_indexer.coordinator.loops import LoopRunner, holder_name
+from usenet_indexer.coordinator.news import NewsService
 from usenet_indexer.coordinator.node_api import install_error_handlers, node_router
+from usenet_indexer.coordinator.planner import Planner
+from usenet_indexer.coordinator.prefetcher import Prefetcher
 from usenet_indexer.coordinator.services import Services
 from usenet_indexer.leases.ownership import OwnershipLeases
 from usenet_indexer.logs import get_logger
@@ -53,11 +58,26 @@ def create_app(services: Services) -> FastAPI:
     return app
 
 
-def background_loops(services: Services) -> LoopRunner:
-    ttl = services.settings.lease_ttl_seconds
+def background_loops(services: Services, news: NewsService | None = None) -> LoopRunner:
+    """The coordinator's loops; with a news server configured (or ``news`` given) also the planner,
+    the prefetcher and the corpus fill, which share one connection pool (coordinator/news.py)."""
+    settings = services.settings
+    ttl = settings.lease_ttl_seconds
     ownership = OwnershipLeases(services.db, holder_name(), ttl_seconds=30.0, renew_seconds=10.0)
     runner = LoopRunner(ownership)
-    runner.add("finish-abandoned", min(30.0, ttl / 2), services.ranges.finish_abandoned)
+    cleanup = SpoolCleanup(services)
+    runner.add("finish-abandoned", min(30.0, ttl / 2), cleanup.finish_abandoned)
+    runner.add("spool-cleanup", settings.cleanup_period_seconds, cleanup.sweep)
+    servers = settings.news_servers()
+    if news is None and servers:
+        news = NewsService(servers)
+    if news is not None:
+        prefetcher = Prefetcher(services, news)
+        runner.add("planner", settings.planner_period_seconds, Planner(services, news).work)
+        runner.add("prefetcher", settings.prefetch_idle_seconds, prefetcher.work)
+        runner.add("corpus-fill", settings.corpus_fill_period_seconds, CorpusFill(services, news).work)
+        runner.on_stop(prefetcher.close)
+        runner.on_stop(news.close)
     return runner
 
 
