@@ -143,12 +143,7 @@ def set_backfill(
 ) -> None:
     """A group's backfill target: the newest ``articles``, or articles posted in the last ``days`` or
     since ``since``; none of them: all of the group. Searched again at the next planning."""
-    if sum(x is not None for x in (articles, days, since)) > 1:
-        raise GroupError("give one backfill target: articles, days or a date")
-    if articles is not None and articles < 0:
-        raise GroupError(f"--backfill-articles is a count of articles >= 0, not {articles}")
-    if days is not None and days <= 0:
-        raise GroupError(f"--backfill-days is a number of days > 0, not {days}")
+    check_backfill(articles, days, since)
     stamp = None
     if since is not None:
         stamp = (since if since.tzinfo is not None else since.replace(tzinfo=UTC)).timestamp()
@@ -156,6 +151,15 @@ def set_backfill(
         params = {"name": name, "backfill_articles": articles, "backfill_days": days, "backfill_since": stamp}
         if tx.one("group_set_backfill", params) is None:
             raise GroupError(f"no group {name}: add it with `usenet-indexer groups add {name}`")
+
+
+def check_backfill(articles: int | None, days: float | None, since: datetime | None) -> None:
+    if sum(x is not None for x in (articles, days, since)) > 1:
+        raise GroupError("give one backfill target: a number of articles, of days, or a date")
+    if articles is not None and articles < 0:
+        raise GroupError(f"the backfill is a count of articles >= 0, not {articles}")
+    if days is not None and days <= 0:
+        raise GroupError(f"the backfill is a number of days > 0, not {days}")
 
 
 def backfill_date(group: Row, now: float) -> float | None:
