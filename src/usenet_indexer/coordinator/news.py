@@ -63,11 +63,10 @@ class NewsService:
 
     def start(self) -> None:
         with self._start_lock:
-            if self._thread is not None:
-                return
-            self._thread = threading.Thread(target=self._main, name="news", daemon=True)
-            self._thread.start()
-        self._ready.wait()
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._main, name="news", daemon=True)
+                self._thread.start()
+        self._ready.wait()  # also when another thread started it a moment ago
         if self._failure is not None:
             raise RuntimeError(f"the news service did not start: {self._failure}") from self._failure
 

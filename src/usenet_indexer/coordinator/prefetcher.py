@@ -187,6 +187,10 @@ class Prefetcher:
             if not self.news.claim(job.key):
                 report.busy += 1
                 continue
+            if not job.present and self.stored(job):
+                # Stored since the round was planned (another round, the corpus fill): done already.
+                self.news.release(job.key)
+                continue
             try:
                 fetched = await fetch_chunk(pool, job.target.group, job.span, plain=job.plain)
                 size = await self._in_thread(self.store, job, fetched)
@@ -322,6 +326,11 @@ class Prefetcher:
         ]
         ordered.extend(planned)
         return ordered[: self.max_jobs], services.spool.size()
+
+    def stored(self, job: Job) -> bool:
+        if job.target.capture:
+            return self.services.corpus.has(job.target.corpus_range, job.span)
+        return self.services.spool.has(job.target.range_id, job.span)
 
     def present(self, target: ChunkTarget) -> set[str]:
         """Names of the range's chunks stored now (spool, and corpus for a captured range)."""

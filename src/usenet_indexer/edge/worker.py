@@ -152,7 +152,9 @@ class EdgeWorker:
         began = time.monotonic()
         poster = Poster(self.client, lease, summary)
         try:
-            indexer = RangeIndexer(lease.group, lease.start, lease.end, lease.next, self.rules(lease.rule_version))
+            indexer = RangeIndexer(
+                lease.group, lease.start, lease.end, lease.next, self.rules(lease.rule_version)
+            )
             poster.start()
             reached_end = self._index(lease, indexer, poster)
             poster.close()

@@ -110,9 +110,15 @@ class LocalFileWriter:
         return self.size
 
     def abort(self) -> None:
-        if not self.out.closed:
-            self.out.close()
-        self.temp.unlink(missing_ok=True)
+        # On a full disk closing fails too (it flushes what is buffered first, and that is what did not
+        # fit): the temporary file must go all the same, or every ENOSPC leaves one behind.
+        try:
+            if not self.out.closed:
+                self.out.close()
+        except OSError:
+            pass
+        finally:
+            self.temp.unlink(missing_ok=True)
 
 
 class LocalBlobStore:
