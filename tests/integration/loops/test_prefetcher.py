@@ -8,7 +8,7 @@ import asyncio
 import errno
 import os
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +121,7 @@ async def test_corrupt_report_refetches_the_chunk_plain_and_the_range_completes(
     async with FakeNNTPServer(script_for("xzver")) as server:
         lines = fill_group(server, G, 1, 999)
         plan(services, 1, 999)
-        news, prefetcher = make(server, compression="xzver")
+        _news, prefetcher = make(server, compression="xzver")
         await asyncio.to_thread(prefetch_all, prefetcher)
         [row] = ranges_of(services, G)
         range_id = int(row["id"])
@@ -349,7 +349,7 @@ async def test_leased_ranges_first_then_planned_in_lease_order(services: Service
         # Planned newest first (ids 1–4: 3000, 2000, 1000, 1); the lease took id 1. Reorder the rest.
         query(services.db, "UPDATE ranges SET priority = 5 WHERE start_id = 2000")
         query(services.db, "UPDATE ranges SET priority = 3 WHERE start_id IN (1, 1000)")
-        news, prefetcher = make(server, compression="xzver", connections=1)
+        _news, prefetcher = make(server, compression="xzver", connections=1)
         jobs, _ = await asyncio.to_thread(prefetcher.plan_round)
     starts = list(dict.fromkeys(job.target.start for job in jobs))
     assert starts[0] == lease.start == 3000
