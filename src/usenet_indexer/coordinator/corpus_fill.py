@@ -18,6 +18,8 @@ the current rule version, and the worker's stream reads every chunk from the cor
 
 from __future__ import annotations
 
+import time
+
 from usenet_indexer.articles import ChunkSpan, chunk_spans
 from usenet_indexer.coordinator.fetching import ChunkTarget, Fetched, fetch_chunk, pack, record, write
 from usenet_indexer.coordinator.news import NewsService
@@ -32,14 +34,26 @@ log = get_logger(__name__)
 
 
 class CorpusFill:
-    def __init__(self, services: Services, news: NewsService | None, *, max_ranges: int = 64) -> None:
+    def __init__(
+        self,
+        services: Services,
+        news: NewsService | None,
+        *,
+        max_ranges: int = 64,
+        budget_seconds: float = 10.0,
+        call_timeout_seconds: float = 30.0,
+    ) -> None:
         self.services = services
         self.news = news
         self.max_ranges = max_ranges
+        # Bounded work: the loop's thread renews its ownership lease only between works.
+        self.budget_seconds = budget_seconds
+        self.call_timeout = call_timeout_seconds
 
     def work(self) -> bool:
         """One pass over captured ranges not yet stored; True when it fetched something (look again)."""
         fetched = 0
+        started = time.monotonic()
         with self.services.db.transaction(write=False) as tx:
             rows = tx.run("corpus_fill_targets", {"limit": self.max_ranges})
         for row in rows:
@@ -53,6 +67,8 @@ class CorpusFill:
             else:  # planned or leased: the prefetcher fetches from the resume point on
                 wanted = [s for s in missing if s.last < int(row["next_id"])]
             for span in wanted:
+                if time.monotonic() - started > self.budget_seconds:
+                    return True
                 if self.news is None or not self.fetch(target, span):
                     break
                 fetched += 1
@@ -85,13 +101,13 @@ class CorpusFill:
             return await fetch_chunk(pool, target.group, span)
 
         try:
-            fetched = self.news.run(get)
+            fetched = self.news.run(get, timeout=self.call_timeout)
             data = pack(fetched.chunk, self.services.settings.spool_deflate_level)
             write(self.services.spool, self.services.corpus, target, span, data)
             with self.services.db.transaction() as tx:
                 record(tx, target.range_id, fetched, len(data), spooled=False)
             return True
-        except NNTPError as error:
+        except (NNTPError, TimeoutError) as error:
             log.warning("corpus.fetch_failed", range=target.range_id, chunk=span.first, error=str(error))
             return False
         finally:

@@ -182,11 +182,15 @@ class Planner:
         *,
         clock: Callable[[], float] = time.time,
         budget_seconds: float = 10.0,
+        call_timeout_seconds: float = 15.0,
     ) -> None:
         self.services = services
         self.news = news
         self.clock = clock
         self.budget_seconds = budget_seconds
+        # Each call to the server is bounded (the pool retries a stalled one several times): the loop's
+        # thread renews its ownership lease only between works.
+        self.call_timeout = call_timeout_seconds
         self._pass: set[str] = set()
 
     def work(self) -> bool:
@@ -223,6 +227,9 @@ class Planner:
             return self._failed(group, "missing", reason)
         except NNTPError as error:
             return self._failed(group, "error", f"reading the group failed: {type(error).__name__}: {error}")
+        except TimeoutError:
+            reason = f"the news server did not answer within {self.call_timeout:.0f} s; tried again next pass"
+            return self._failed(group, "error", reason)
         except Exception as error:  # one group's trouble must not stop the others
             log.exception("planner.group_failed", group=group["name"])
             return self._failed(group, "error", f"planning failed: {type(error).__name__}: {error}")
@@ -235,7 +242,7 @@ class Planner:
 
     def plan_group(self, group: Row) -> GroupOutcome:
         name = str(group["name"])
-        info = self.news.run(lambda pool: pool.group(name))
+        info = self.news.run(lambda pool: pool.group(name), timeout=self.call_timeout)
         low, high = info.low, info.high
         tail_next = group["tail_next"]
         if tail_next is not None and high < int(tail_next) - 1:
@@ -286,7 +293,8 @@ class Planner:
         async def search(pool: NNTPPool) -> int:
             return await first_on_or_after(date_probe(pool, name, high), low, high, when)
 
-        article = self.news.run(search)
+        # A few dozen OVERs of one article each: seconds at most, unless the server stalls.
+        article = self.news.run(search, timeout=4 * self.call_timeout)
         log.info(
             "planner.backfill_target",
             group=name,

@@ -35,7 +35,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from usenet_indexer.articles import ChunkSpan, chunk_spans
@@ -62,9 +62,11 @@ T = TypeVar("T")
 
 LEASED_AHEAD_OVER_CAP = 4  # chunks from a leased range's resume point fetched even past the spool cap
 DISK_FULL_PAUSE_SECONDS = 30.0
-FAILURES_TO_END_ROUND = (
-    8  # chunk fetches failing in a row (after the pool's retries): the server is in trouble
-)
+# Chunk fetches failing in a row (after the pool's retries): the server is in trouble, end the round.
+FAILURES_TO_END_ROUND = 8
+# A fetch is abandoned this long after its round's deadline: with the default 5 s rounds a round ends
+# within 15 s (+ one chunk's store), well inside the ownership lease's 30 s TTL with its 10 s renewals.
+ROUND_GRACE_SECONDS = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,8 +112,6 @@ class _RoundState:
     report: RoundReport
     stop: bool = False
     failures_in_row: int = 0
-    leased_only: bool = False
-    leased_ranges: set[int] = field(default_factory=set)
 
 
 class Prefetcher:
@@ -153,7 +153,6 @@ class Prefetcher:
         )
         jobs, spool_bytes = await self._in_thread(self.plan_round)
         state = _RoundState(deque(jobs), spool_bytes, deadline, report)
-        state.leased_ranges = {job.target.range_id for job in jobs if job.leased}
         await asyncio.gather(*(self._worker(pool, state) for _ in range(self.workers)))
         report.left = len(state.queue)
         report.spool_bytes = state.spool_bytes
@@ -192,8 +191,20 @@ class Prefetcher:
                 self.news.release(job.key)
                 continue
             try:
-                fetched = await fetch_chunk(pool, job.target.group, job.span, plain=job.plain)
+                # A fetch still running this long after the round's end is given up (a server that
+                # stalls while the pool retries): the loop must get back to renewing its lease.
+                async with asyncio.timeout(max(0.0, state.deadline + ROUND_GRACE_SECONDS - time.monotonic())):
+                    fetched = await fetch_chunk(pool, job.target.group, job.span, plain=job.plain)
                 size = await self._in_thread(self.store, job, fetched)
+            except TimeoutError:
+                report.failed += 1
+                state.stop = True
+                log.warning(
+                    "prefetch.chunk_late",
+                    range=job.target.range_id,
+                    chunk=job.span.first,
+                    action="given up at the round's end; fetched again next round",
+                )
             except DiskFull as error:
                 if not state.stop:
                     self.paused_until = time.monotonic() + DISK_FULL_PAUSE_SECONDS

@@ -219,3 +219,22 @@ async def test_binary_search_over_dates() -> None:
     assert await first_on_or_after(probe, 100, 999, 1e9) == 1000
     # 700 is missing (700 % 7 == 0): the boundary is a number from which every article is newer.
     assert await first_on_or_after(probe, 100, 999, 70.0) in (700, 701)
+
+
+async def test_a_group_whose_server_stalls_is_marked_and_the_others_go_on(
+    services: Services, server: FakeNNTPServer
+) -> None:
+    fill_group(server, A, 1, 500)
+    fill_group(server, C, 1, 500)
+    services.groups.add(A)
+    services.groups.add(C)
+    set_backfill(services.db, A, days=1.0)  # A needs OVER (the date search); the server stalls on it
+    server.script.stall_mid_reply = 10_000
+    news = news_service("127.0.0.1", server.port, timeout=0.3)
+    try:
+        outcomes = await asyncio.to_thread(Planner(services, news, call_timeout_seconds=1.0).plan_all)
+    finally:
+        await asyncio.to_thread(news.close)
+    assert [(o.group, o.outcome) for o in outcomes] == [(A, "error"), (C, "planned")]
+    assert group_row(services, A)["error"]
+    assert covered(ranges_of(services, C)) == list(range(1, 501))

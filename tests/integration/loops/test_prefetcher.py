@@ -356,3 +356,22 @@ async def test_leased_ranges_first_then_planned_in_lease_order(services: Service
     assert jobs[0].leased and not jobs[-1].leased
     # Then by priority, then id: 1000 and 1 (priority 3, ids 3 and 4), then 2000 (priority 5).
     assert starts[1:] == [1000, 1, 2000]
+
+
+async def test_a_round_ends_soon_after_its_deadline_whatever_the_server_does(
+    services: Services, make: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The loop renews its ownership lease between rounds: a stalled fetch must not hold a round."""
+    import usenet_indexer.coordinator.prefetcher as prefetcher_module
+
+    monkeypatch.setattr(prefetcher_module, "ROUND_GRACE_SECONDS", 0.5)
+    services.settings.prefetch_round_seconds = 0.2
+    async with FakeNNTPServer(script_for("none", stall_mid_reply=10_000)) as server:
+        fill_group(server, G, 1, 999)
+        plan(services, 1, 999)
+        news, prefetcher = make(server, compression="none", timeout=30.0)
+        started = time.monotonic()
+        report = await asyncio.to_thread(news.run, prefetcher.round)
+        took = time.monotonic() - started
+    assert took < 3.0
+    assert report.fetched == 0 and report.failed >= 1
