@@ -260,8 +260,17 @@ class Planner:
                     {"group_id": group["id"], "low": low, "high": high, "error": reason},
                 )
             return GroupOutcome(name, "reset", low, high, reason=reason)
-        target = self.backfill_article(group, low, high)
-        planned = self.services.groups.plan(name, max(0, low), high, backfill_to=target)
+        if high < max(low, 1):
+            # Empty ("211 0 1 0", or "211 0 0 0" from some servers): nothing to plan, and article 0 does
+            # not exist. Watermarks recorded; ranges left below a risen low watermark still retire.
+            with self.services.db.transaction() as tx:
+                tx.execute(
+                    "group_set_watermarks", {"group_id": group["id"], "low": low, "high": high, "error": None}
+                )
+            planned = []
+        else:
+            target = self.backfill_article(group, low, high)
+            planned = self.services.groups.plan(name, max(0, low), high, backfill_to=target)
         with self.services.db.transaction() as tx:
             retired = tx.run(
                 "ranges_retire",

@@ -238,3 +238,17 @@ async def test_a_group_whose_server_stalls_is_marked_and_the_others_go_on(
     assert [(o.group, o.outcome) for o in outcomes] == [(A, "error"), (C, "planned")]
     assert group_row(services, A)["error"]
     assert covered(ranges_of(services, C)) == list(range(1, 501))
+
+
+async def test_an_empty_group_plans_nothing_until_articles_come(
+    services: Services, server: FakeNNTPServer, news: NewsService
+) -> None:
+    server.add_group(A)  # "211 0 1 0"
+    services.groups.add(A)
+    planner = Planner(services, news)
+    outcome = (await asyncio.to_thread(planner.plan_all))[0]
+    assert (outcome.outcome, outcome.planned) == ("planned", 0)
+    assert ranges_of(services, A) == []
+    fill_group(server, A, 1, 150)
+    await asyncio.to_thread(planner.plan_all)
+    assert covered(ranges_of(services, A)) == list(range(1, 151))
