@@ -10,10 +10,17 @@ this branch: a worker reading these chunks is the next step (see the report on i
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import signal
+import sqlite3
 import subprocess
+import sys
+import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +30,7 @@ from usenet_indexer.articles import chunk_spans
 from usenet_indexer.coordinator.planner import Planner, set_backfill
 from usenet_indexer.coordinator.prefetcher import Prefetcher
 from usenet_indexer.coordinator.services import Services
+from usenet_indexer.wire.chunks import inflate_chunk
 
 ARTICLES = 2345
 
@@ -112,3 +120,55 @@ async def test_backfill_by_date_against_inn2(services: Services, inn2: None) -> 
     ranges = ranges_of(services, group)
     assert min(int(r["start_id"]) for r in ranges) == target
     assert max(int(r["end_id"]) for r in ranges) == hours
+
+
+def test_serve_with_a_news_server_runs_the_loops(inn2: None, tmp_path: Path) -> None:
+    """`usenet-indexer serve --nntp-host …` as a process: the planner plans the group from INN2 and the
+    prefetcher spools it; SIGTERM stops it."""
+    group = support.new_group()
+    articles = [support.yenc_article(i, collection="loops.serve") for i in range(1, 501)]
+    assert support.post_articles(group, articles) == 500
+    data = tmp_path / "data"
+    env = {**os.environ, "USENET_INDEXER_PLANNER_PERIOD_SECONDS": "0.5", "USENET_INDEXER_LOG_FORMAT": "json"}
+    env.pop("USENET_INDEXER_CONFIG", None)
+    cli = [sys.executable, "-m", "usenet_indexer.cli", "--data-dir", str(data)]
+    subprocess.run([*cli, "groups", "add", group], check=True, env=env, capture_output=True)
+    serve = [
+        *cli,
+        "serve",
+        "--port",
+        "0",
+        "--nntp-host",
+        support.HOST,
+        "--nntp-port",
+        str(support.PLAIN_PORT),
+    ]
+    process = subprocess.Popen(
+        [*serve, "--nntp-connections", "2"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 60
+        spooled = 0
+        while time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.3)
+            with (
+                contextlib.suppress(sqlite3.OperationalError),
+                contextlib.closing(sqlite3.connect(data / "usenet-indexer.db")) as conn,
+            ):
+                spooled = conn.execute("SELECT COALESCE(SUM(spooled_chunks), 0) FROM ranges").fetchone()[0]
+            if spooled:
+                break
+        assert spooled == 1, "the group was not spooled"
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            out, err = process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            out, err = process.communicate()
+            raise AssertionError(f"serve did not stop on SIGTERM:\n{err.decode()[-3000:]}") from None
+    assert b"coordinator listening" in out
+    assert b"planner.planned" in err
+    chunk = next((data / "blobs" / "spool").rglob("0*"))
+    lines = [line for line in inflate_chunk(chunk.read_bytes()).split(b"\r\n") if line]
+    assert sorted(message_id(line) for line in lines) == sorted(a.message_id for a in articles)
