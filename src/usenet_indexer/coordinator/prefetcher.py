@@ -154,7 +154,7 @@ class Prefetcher:
         jobs, spool_bytes = await self._in_thread(self.plan_round)
         state = _RoundState(deque(jobs), spool_bytes, deadline, report)
         await asyncio.gather(*(self._worker(pool, state) for _ in range(self.workers)))
-        report.left = len(state.queue)
+        report.left += len(state.queue)
         report.spool_bytes = state.spool_bytes
         if report.capped and not self._was_capped:
             log.info(
@@ -232,6 +232,12 @@ class Prefetcher:
                 )
                 if state.failures_in_row >= FAILURES_TO_END_ROUND:
                     state.stop = True
+            except Exception:
+                # Storage or the store failed (not the disk filling up): the round ends here, whole,
+                # rather than leaving the other tasks running on after it; the loop logs and retries.
+                report.failed += 1
+                state.stop = True
+                log.exception("prefetch.store_failed", range=job.target.range_id, chunk=job.span.first)
             else:
                 state.failures_in_row = 0
                 report.fetched += 1
