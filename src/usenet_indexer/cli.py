@@ -19,6 +19,10 @@ groups_app = typer.Typer(no_args_is_help=True, help="Newsgroups to index and the
 app.add_typer(db_app, name="db")
 app.add_typer(nodes_app, name="nodes")
 app.add_typer(groups_app, name="groups")
+rules_app = typer.Typer(
+    no_args_is_help=True, help="Subject rules: versioned; every change makes a new version."
+)
+app.add_typer(rules_app, name="rules")
 
 
 @app.callback()
@@ -250,6 +254,87 @@ def reindex(ctx: typer.Context, group: str) -> None:
     typer.echo(f"{group}: {count} stored ranges planned again; workers index them from the corpus")
 
 
+# -- rules ------------------------------------------------------------------------------------------
+
+
+@rules_app.command("list")
+def rules_list(ctx: typer.Context) -> None:
+    """The rule set versions, and the rules of the current one in the order they are tried."""
+    services = services_of(ctx)
+    for version, note, _, count in services.rules.versions():
+        typer.echo(f"version {version}: {count} rules{f' ({note})' if note else ''}")
+    version, rule_set = services.rules.current()
+    typer.echo(f"\ncurrent: version {version}")
+    for rule in rule_set.rules:
+        scope = f" [groups: {rule.group}]" if rule.group else ""
+        typer.echo(f"  {rule.name}{scope}: {rule.subject}")
+
+
+@rules_app.command("add")
+def rules_add(
+    ctx: typer.Context,
+    name: str,
+    pattern: Annotated[
+        str, typer.Argument(help="A regex with (?P<name>…) or (?P<file>…), (?P<p>…)(?P<t>…) …")
+    ],
+    group: Annotated[
+        str | None, typer.Option(help="Only for groups whose name fully matches this regex")
+    ] = None,
+    first: Annotated[bool, typer.Option(help="Try it before every other rule")] = False,
+) -> None:
+    """Add a rule: the current rules plus this one become the next version."""
+    from usenet_indexer.indexing.rules import Rule, RuleError, RuleSet
+
+    services = services_of(ctx)
+    _, current = services.rules.current()
+    try:
+        rule = Rule(name=name, subject=pattern, group=group)
+        rules = (rule, *current.rules) if first else (*current.rules, rule)
+        version = services.rules.add(RuleSet(version=current.version, rules=rules), note=f"added {name}")
+    except RuleError as error:
+        fail(str(error))
+    typer.echo(f"rule {name} added: rule set version {version}")
+
+
+@rules_app.command("remove")
+def rules_remove(ctx: typer.Context, name: str) -> None:
+    """Remove a rule: the rest become the next version."""
+    from usenet_indexer.indexing.rules import RuleSet
+
+    services = services_of(ctx)
+    _, current = services.rules.current()
+    kept = tuple(rule for rule in current.rules if rule.name != name)
+    if len(kept) == len(current.rules):
+        fail(f"no rule {name} in the current rule set (see `usenet-indexer rules list`)")
+    version = services.rules.add(RuleSet(version=current.version, rules=kept), note=f"removed {name}")
+    typer.echo(f"rule {name} removed: rule set version {version}")
+
+
+@rules_app.command("test")
+def rules_test(
+    ctx: typer.Context,
+    subject: str,
+    group: Annotated[str, typer.Option(help="The group the subject was posted in")] = "alt.binaries.test",
+) -> None:
+    """What the current rules read from SUBJECT."""
+    from usenet_indexer.indexing.rules import test
+
+    version, rule_set = services_of(ctx).rules.current()
+    match = test(subject, group, rule_set)
+    if match is None:
+        typer.echo(f"no rule of version {version} reads this subject")
+        raise typer.Exit(1)
+    typer.echo(f"rule:       {match.rule} (version {version})")
+    typer.echo(f"release:    {match.name}")
+    typer.echo(f"file:       {match.file_name} ({match.kind})")
+    if match.file_total:
+        typer.echo(f"file i/n:   {match.file_index}/{match.file_total}")
+    typer.echo(f"part p/t:   {match.part}/{match.part_total}")
+    if match.request_id:
+        typer.echo(f"request id: {match.request_id}")
+    typer.echo(f"obfuscated: {'yes' if match.obfuscated else 'no'}")
+
+
 # -- serve ------------------------------------------------------------------------------------------
 
 
@@ -304,6 +389,74 @@ def serve(
             fail(f"news server settings: {error}")
         ctx.find_root().obj = settings
     run_server(services_of(ctx))
+
+
+# -- edge -------------------------------------------------------------------------------------------
+
+
+@app.command()
+def edge(
+    batch_articles: Annotated[int, typer.Option(help="Articles per posted batch")] = 500_000,
+    ranges: Annotated[
+        int | None, typer.Option(help="Stop after this many ranges (default: keep going)")
+    ] = None,
+    processes: Annotated[
+        int | None,
+        typer.Option(help="Worker processes (default EDGE_PROCESSES or 1; 0 = one per core)"),
+    ] = None,
+    idle_seconds: Annotated[float, typer.Option(help="Wait when there is nothing to lease")] = 30.0,
+    lane: Annotated[
+        str | None, typer.Option(help="Hold a group lane (history or tail): ranges in order, a window kept")
+    ] = None,
+) -> None:
+    """Run an edge worker: lease ranges from the coordinator, index them, post batches.
+
+    Needs only COORDINATOR_URL and NODE_TOKEN in the environment.
+    """
+    import os
+    import signal
+    import threading
+
+    if lane is not None and lane not in ("history", "tail"):
+        fail(f"--lane: history or tail, not {lane!r}")
+    url = os.environ.get("COORDINATOR_URL", "").strip()
+    token = os.environ.get("NODE_TOKEN", "").strip()
+    if not url:
+        fail("COORDINATOR_URL is not set: the coordinator's address, e.g. http://127.0.0.1:8710")
+    if not token:
+        fail("NODE_TOKEN is not set: create one on the coordinator with `usenet-indexer nodes add NAME`")
+    requested = processes if processes is not None else int(os.environ.get("EDGE_PROCESSES", "1"))
+    count = (os.cpu_count() or 1) if requested == 0 else requested
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    if count > 1 and not os.environ.get("EDGE_CHILD"):
+        from usenet_indexer.edge.supervisor import supervise
+
+        args = [
+            "edge",
+            f"--batch-articles={batch_articles}",
+            f"--idle-seconds={idle_seconds}",
+            "--processes=1",
+        ]
+        if ranges is not None:
+            args.append(f"--ranges={ranges}")
+        raise typer.Exit(supervise(count, args, stop=stop, until_done=ranges is not None))
+
+    from usenet_indexer.edge.client import NodeClient
+    from usenet_indexer.edge.worker import EdgeWorker
+
+    with NodeClient(url, token) as client:
+        worker = EdgeWorker(client, batch_articles=batch_articles, stop=stop, idle_seconds=idle_seconds)
+        try:
+            if lane is None:
+                worker.run(max_ranges=ranges)
+            else:
+                from usenet_indexer.edge.lanes import run_lanes
+
+                run_lanes(worker, lane, max_ranges=ranges)
+        finally:
+            worker.close()
 
 
 def ago(seconds: float) -> str:

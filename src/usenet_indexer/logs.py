@@ -9,6 +9,17 @@ from typing import Any
 import structlog
 
 
+class _CurrentStderr:
+    """Whatever ``sys.stderr`` is when a line is written, not when logging was configured: a test
+    runner that swaps and closes its captured stream must not leave loggers writing to a closed one."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def configure_logging(level: str = "INFO", fmt: str = "auto") -> None:
     if fmt == "auto":
         fmt = "console" if sys.stderr.isatty() else "json"
@@ -17,7 +28,9 @@ def configure_logging(level: str = "INFO", fmt: str = "auto") -> None:
         if fmt == "console"
         else structlog.processors.JSONRenderer()
     )
-    logging.basicConfig(level=level.upper(), stream=sys.stderr, format="%(message)s", force=True)
+    logging.basicConfig(level=level.upper(), stream=_CurrentStderr(), format="%(message)s", force=True)
+    # One line per HTTP call from the edge worker's client would drown what matters.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
@@ -27,7 +40,7 @@ def configure_logging(level: str = "INFO", fmt: str = "auto") -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(_CurrentStderr()),  # type: ignore[arg-type]
         cache_logger_on_first_use=False,
     )
 

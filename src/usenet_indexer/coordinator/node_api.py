@@ -6,7 +6,8 @@ epoch; a lease lost (taken over, finished, released, expired) is 409 with the re
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Query, Request, Response
@@ -14,14 +15,19 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 
 from usenet_indexer.articles import ChunkSpan, chunk_spans
+from usenet_indexer.catalog.batch_store import store_batch
+from usenet_indexer.coordinator.metrics import Metrics
 from usenet_indexer.coordinator.nodes import NodeDisabled, Unauthorized
 from usenet_indexer.coordinator.services import Services
+from usenet_indexer.db import Row, Tx
+from usenet_indexer.indexing.window import Window
 from usenet_indexer.leases.errors import LeaseLost, RangeError
 from usenet_indexer.leases.groups import BadLane, check_lane
 from usenet_indexer.leases.ranges import RangeLease
 from usenet_indexer.logs import get_logger
 from usenet_indexer.storage.blobs import BlobError
 from usenet_indexer.storage.corpus import CorpusRange
+from usenet_indexer.wire.batch import BatchError, decode_batch
 from usenet_indexer.wire.frames import STREAM_HEADER, encode_end, encode_frame_parts, encode_keepalive
 
 log = get_logger(__name__)
@@ -73,7 +79,7 @@ def authenticated_node(request: Request) -> int:
 Node = Annotated[int, Depends(authenticated_node)]
 
 
-def node_router(services: Services) -> APIRouter:
+def node_router(services: Services, metrics: Metrics) -> APIRouter:
     settings = services.settings
     router = APIRouter(prefix="/api/v1/node", tags=["node"])
 
@@ -82,6 +88,7 @@ def node_router(services: Services) -> APIRouter:
         granted = services.ranges.lease(node_id)
         if granted is None:
             return Response(status_code=204)
+        metrics.leases.labels(took_over=str(granted.took_over).lower()).inc()
         log.info(
             "lease.granted",
             node=node_id,
@@ -90,6 +97,42 @@ def node_router(services: Services) -> APIRouter:
             took_over=granted.took_over,
         )
         return lease_body(granted)
+
+    @router.get("/rules/{version}")
+    def rules(version: Annotated[int, Path(ge=0, le=2**31)], node_id: Node) -> Response:
+        """The rule set a lease names (its ``rule_version``), as JSON (indexing/rules.py)."""
+        try:
+            rule_set = services.rules.get(version)
+        except KeyError:
+            return JSONResponse({"error": f"no rule set version {version}"}, status_code=404)
+        return Response(rule_set.to_json(), media_type="application/json")
+
+    @router.post("/ranges/{range_id}/batches")
+    async def batch(range_id: Id, epoch: Epoch, request: Request, node_id: Node) -> dict[str, Any]:
+        """A gzip'd batch (wire/batch.py): stored with the range's new resume point, or 409 stale."""
+        body = await read_body(request, settings.batch_max_bytes)
+        wire = await run(decode_batch, body, settings.batch_max_bytes, settings.batch_max_inflated_bytes)
+        if (wire.range_id, wire.epoch) != (range_id, epoch):
+            raise HTTPException(
+                400,
+                f"the batch names range {wire.range_id} epoch {wire.epoch}, the URL {range_id} epoch {epoch}",
+            )
+        b = wire.batch
+
+        def store(tx: Tx, row: Row) -> Mapping[str, Any]:
+            return store_batch(tx, int(row["group_id"]), str(row["group_name"]), b)
+
+        receipt = await run(
+            services.ranges.commit_batch, range_id, node_id, epoch, b.from_id, b.to_id, b.headers, store
+        )
+        if receipt.replayed:
+            metrics.batches_replayed.inc()
+        else:
+            metrics.batches.inc()
+            metrics.headers.inc(b.headers)
+            metrics.batch_bytes.inc(len(body))
+            metrics.releases.inc(len(b.fragments))
+        return {**receipt.result, "next": receipt.next_id, "replayed": receipt.replayed}
 
     @router.post("/ranges/{range_id}/heartbeat")
     def heartbeat(range_id: Id, epoch: Epoch, node_id: Node) -> dict[str, bool]:
@@ -200,12 +243,62 @@ def node_router(services: Services) -> APIRouter:
             size=size,
             location=location,
         )
-        await run(services.snapshots.prune, group_id, lane, location)
+        kept = await run(services.lanes.kept_locations, group_id, lane)
+        await run(services.snapshots.prune, group_id, lane, kept)
         return {"ok": True, "next": next, "size": size}
 
+    @router.post("/groups/{group_id}/flush")
+    async def flush_lane(
+        group_id: Id,
+        lane: LaneParam,
+        epoch: Epoch,
+        request: Request,
+        node_id: Node,
+        next: Annotated[int, Query(ge=1, le=MAX_ID, description="The article the window stands at")],
+    ) -> dict[str, Any]:
+        """A lane given up: its open releases (a gzip'd batch, range 0) stored and an empty window
+        recorded at ``next``, in one transaction under the lane's epoch."""
+        lane = check_lane(lane)
+        body = await read_body(request, settings.batch_max_bytes)
+        wire = await run(decode_batch, body, settings.batch_max_bytes, settings.batch_max_inflated_bytes)
+        if (wire.range_id, wire.epoch) != (0, epoch):
+            raise HTTPException(400, f"a flush names range 0 and the lane's epoch {epoch}")
+        held = await run(services.lanes.held_lane, group_id, node_id, lane, epoch)
+        empty = Window(held, position=next).snapshot()
+        location, size = await run(services.snapshots.write, group_id, lane, next, [empty], "flushed")
+        result: dict[str, Any] = {}
+
+        def store(tx: Tx, row: Row) -> None:
+            result.update(store_batch(tx, group_id, str(row["name"]), wire.batch))
+
+        await run(
+            partial(
+                services.lanes.flush,
+                group_id,
+                node_id,
+                lane,
+                epoch,
+                next=next,
+                size=size,
+                location=location,
+                store=store,
+            )
+        )
+        kept = await run(services.lanes.kept_locations, group_id, lane)
+        await run(services.snapshots.prune, group_id, lane, kept)
+        return {"ok": True, **result}
+
     @router.get("/groups/{group_id}/snapshot", response_class=StreamingResponse)
-    def get_snapshot(group_id: Id, lane: LaneParam, epoch: Epoch, node_id: Node) -> Response:
-        snapshot = services.lanes.snapshot(group_id, node_id, lane, epoch)
+    def get_snapshot(
+        group_id: Id,
+        lane: LaneParam,
+        epoch: Epoch,
+        node_id: Node,
+        next: Annotated[
+            int | None, Query(ge=1, le=MAX_ID, description="The one standing at this article")
+        ] = None,
+    ) -> Response:
+        snapshot = services.lanes.snapshot(group_id, node_id, lane, epoch, at=next)
         opened = None if snapshot is None else services.snapshots.open(snapshot.location)
         if snapshot is None or opened is None:
             return JSONResponse({"error": "no snapshot"}, status_code=404)
@@ -277,21 +370,38 @@ def heartbeat(services: Services, range_id: int, node_id: int, epoch: int) -> bo
     return True
 
 
+async def read_body(request: Request, max_bytes: int) -> bytes:
+    """The request body, refused with 413 past ``max_bytes`` without reading the rest."""
+    pieces: list[bytes] = []
+    size = 0
+    async for piece in request.stream():
+        size += len(piece)
+        if size > max_bytes:
+            raise HTTPException(413, f"body over the {max_bytes}-byte cap: post smaller batches")
+        pieces.append(piece)
+    return b"".join(pieces)
+
+
 async def run(function: Any, *args: Any, **kwargs: Any) -> Any:
     from starlette.concurrency import run_in_threadpool
 
     return await run_in_threadpool(function, *args, **kwargs)
 
 
-def install_error_handlers(app: FastAPI) -> None:
+def install_error_handlers(app: FastAPI, metrics: Metrics) -> None:
     """The lease engine's errors as HTTP: 409 lease lost, 400 impossible numbers or a bad lane."""
 
     @app.exception_handler(LeaseLost)
     async def lease_lost(request: Request, error: LeaseLost) -> JSONResponse:
+        metrics.leases_lost.inc()
         return JSONResponse({"error": error.reason}, status_code=409)
 
     @app.exception_handler(RangeError)
     async def range_error(request: Request, error: RangeError) -> JSONResponse:
+        return JSONResponse({"error": str(error)}, status_code=400)
+
+    @app.exception_handler(BatchError)
+    async def bad_batch(request: Request, error: BatchError) -> JSONResponse:
         return JSONResponse({"error": str(error)}, status_code=400)
 
     @app.exception_handler(BadLane)

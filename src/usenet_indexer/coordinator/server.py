@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator
+from typing import Any
 
 import uvicorn
-from fastapi import FastAPI
+from fastapi import FastAPI, Request, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from usenet_indexer.coordinator.cleanup import SpoolCleanup
 from usenet_indexer.coordinator.corpus_fill import CorpusFill
 from usenet_indexer.coordinator.loops import LoopRunner, holder_name
+from usenet_indexer.coordinator.metrics import Metrics
 from usenet_indexer.coordinator.news import NewsService
 from usenet_indexer.coordinator.node_api import install_error_handlers, node_router
 from usenet_indexer.coordinator.planner import Planner
@@ -30,8 +34,23 @@ def create_app(services: Services) -> FastAPI:
 
     app = FastAPI(title="usenet-indexer coordinator", version="1", lifespan=lifespan)
     app.state.services = services
-    install_error_handlers(app)
-    app.include_router(node_router(services))
+    metrics = Metrics(services)
+    app.state.metrics = metrics
+    install_error_handlers(app, metrics)
+    app.include_router(node_router(services, metrics))
+
+    @app.middleware("http")
+    async def time_node_api(request: Request, call_next: Any) -> Any:
+        began = time.perf_counter()
+        response = await call_next(request)
+        route = request.scope.get("route")
+        if route is not None and request.url.path.startswith("/api/v1/node/"):
+            metrics.api_seconds.labels(route=getattr(route, "path", "?")).observe(time.perf_counter() - began)
+        return response
+
+    @app.get("/metrics")
+    def prometheus() -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/healthz")
     def healthz() -> dict[str, str]:

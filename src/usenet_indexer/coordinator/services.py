@@ -8,6 +8,7 @@ from usenet_indexer.catalog.space import CatalogSpace
 from usenet_indexer.coordinator.groups import Groups
 from usenet_indexer.coordinator.nodes import Nodes
 from usenet_indexer.coordinator.planning import PlanSizes
+from usenet_indexer.coordinator.rules import RuleStore
 from usenet_indexer.db import Database, connect, upgrade
 from usenet_indexer.leases.groups import GroupLeases
 from usenet_indexer.leases.ranges import RangeLeases
@@ -27,6 +28,7 @@ class Services:
     lanes: GroupLeases
     nodes: Nodes
     groups: Groups
+    rules: RuleStore
     blobs: BlobStore
     spool: Spool
     corpus: Corpus
@@ -51,6 +53,9 @@ def open_services(settings: Settings, *, migrate: bool = True, max_connections: 
     )
     sizes = PlanSizes(settings.range_articles, settings.era_articles, settings.tail_min_articles)
     blobs = LocalBlobStore(settings.data_dir / "blobs")
+    rules = RuleStore(db)
+    if migrate:
+        rules.ensure_default()
     return Services(
         settings=settings,
         db=db,
@@ -59,6 +64,7 @@ def open_services(settings: Settings, *, migrate: bool = True, max_connections: 
         lanes=GroupLeases(db, ranges),
         nodes=Nodes(db),
         groups=Groups(db, sizes),
+        rules=rules,
         blobs=blobs,
         spool=Spool(blobs),
         corpus=Corpus(blobs),

@@ -29,6 +29,10 @@ class ApiError(Exception):
     """A call the coordinator refused (4xx other than 409) or kept failing (5xx, network)."""
 
 
+class StreamBroken(Exception):
+    """A chunk stream cut in the middle (the coordinator went away): the range is given back."""
+
+
 @dataclass(frozen=True, slots=True)
 class Lease:
     range_id: int
@@ -125,9 +129,10 @@ class NodeClient:
         return self.request("GET", f"rules/{version}").text
 
     def stream(self, range_id: int, epoch: int) -> Iterator[bytes]:
-        """The range's frames as raw bytes. Opening is retried; a stream cut later is the caller's
-        to handle (the decoder reports it and the range is given back)."""
+        """The range's frames as raw bytes. Opening is retried; a stream cut after its first bytes is
+        not (a new one would start over with its own header): the caller gives the range back."""
         for attempt in range(1, RETRIES + 1):
+            started = False
             try:
                 with self._http.stream(
                     "GET", f"{API}/ranges/{range_id}/stream", params={"epoch": epoch}, timeout=None
@@ -141,13 +146,20 @@ class NodeClient:
                         response.read()
                         raise ApiError(f"stream: HTTP {response.status_code}: {_reason(response)}")
                     else:
-                        yield from response.iter_raw(1 << 20)
+                        # No chunk size: httpx would hold pieces back until one fills (keepalives too).
+                        for piece in response.iter_raw():
+                            started = True
+                            yield piece
                         return
             except httpx.TransportError as error:
+                if started:
+                    raise StreamBroken(f"range {range_id}: the stream broke: {error}") from error
                 failure = f"{type(error).__name__}: {error}"
             if attempt == RETRIES:
                 raise ApiError(f"stream: gave up after {RETRIES} tries ({failure})")
-            self._sleep(backoff(attempt))
+            wait = backoff(attempt)
+            log.warning("coordinator.retry", call=f"stream {range_id}", failure=failure, wait=round(wait, 1))
+            self._sleep(wait)
 
     def batch(self, range_id: int, epoch: int, body: bytes) -> dict[str, Any]:
         """Post a gzip'd batch body (wire/batch.py); the stored result."""
@@ -197,11 +209,27 @@ class NodeClient:
             headers={"Content-Type": "application/octet-stream"},
         )
 
-    def get_snapshot(self, group_id: int, lane: str, epoch: int) -> tuple[int, bytes] | None:
-        response = self.request("GET", f"groups/{group_id}/snapshot", params={"lane": lane, "epoch": epoch})
+    def get_snapshot(
+        self, group_id: int, lane: str, epoch: int, at: int | None = None
+    ) -> tuple[int, bytes] | None:
+        """The lane's snapshot (with ``at``: the one standing at that article), or None."""
+        params: dict[str, int | str] = {"lane": lane, "epoch": epoch}
+        if at is not None:
+            params["next"] = at
+        response = self.request("GET", f"groups/{group_id}/snapshot", params=params)
         if response.status_code == 404:
             return None
         return int(response.headers["X-Snapshot-Next"]), response.content
+
+    def flush_lane(self, group_id: int, lane: str, epoch: int, at: int, body: bytes) -> None:
+        """Post a lane's open releases (a gzip'd batch) and record an empty window at ``at``."""
+        self.request(
+            "POST",
+            f"groups/{group_id}/flush",
+            params={"lane": lane, "epoch": epoch, "next": at},
+            content=body,
+            headers={"Content-Type": "application/json", "Content-Encoding": "gzip"},
+        )
 
 
 def _reason(response: httpx.Response) -> str:

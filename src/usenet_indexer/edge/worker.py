@@ -156,7 +156,9 @@ class EdgeWorker:
                 lease.group, lease.start, lease.end, lease.next, self.rules(lease.rule_version)
             )
             poster.start()
-            reached_end = self._index(lease, indexer, poster)
+            reached_end = self._index(
+                lease, indexer, poster.post, batch_articles=self.batch_articles, failure=lambda: poster.error
+            )
             poster.close()
             if poster.error is not None:
                 raise poster.error
@@ -190,16 +192,28 @@ class EdgeWorker:
         summary.seconds = time.monotonic() - began
         return summary
 
-    def _index(self, lease: Lease, indexer: RangeIndexer, poster: Poster) -> bool:
-        """Stream, inflate ahead, index, hand batches to the poster; True when the end was reached."""
+    def _index(
+        self,
+        lease: Lease,
+        indexer: RangeIndexer,
+        emit: Callable[[Batch], None],
+        *,
+        batch_articles: int,
+        failure: Callable[[], BaseException | None] = lambda: None,
+        emit_partial: bool = True,
+    ) -> bool:
+        """Stream, inflate ahead, index, ``emit`` a batch every ``batch_articles`` and at the end;
+        True when the end was reached. ``failure()`` (a failed post) stops the range at the next
+        chunk. On stop, what was indexed since the last batch is emitted too (``emit_partial``)."""
         batch_from = indexer.next_article
         pending: tuple[int, int, Future[bytes]] | None = None
         reached_end = False
 
         def handle(first: int, last: int, text: Future[bytes]) -> bool:
             nonlocal batch_from
-            if poster.error is not None:
-                raise poster.error
+            failed = failure()
+            if failed is not None:
+                raise failed
             try:
                 overview = text.result()
             except ChunkError as error:
@@ -208,8 +222,8 @@ class EdgeWorker:
             at_end = last >= lease.end
             if at_end:
                 indexer.finish()
-            if at_end or last + 1 - batch_from >= self.batch_articles:
-                poster.post(indexer.take())
+            if at_end or last + 1 - batch_from >= batch_articles:
+                emit(indexer.take())
                 batch_from = last + 1
             return at_end
 
@@ -226,9 +240,9 @@ class EdgeWorker:
             reached_end = handle(*pending)
         elif pending is not None:
             pending[2].cancel()
-        if not reached_end and indexer.next_article > batch_from:
+        if emit_partial and not reached_end and indexer.next_article > batch_from:
             # Stopping mid-batch: what was indexed is posted, so the next worker starts after it.
-            poster.post(indexer.take())
+            emit(indexer.take())
         return reached_end
 
     def _frames(self, lease: Lease) -> Iterator[tuple[FrameType, int, int, bytes]]:
@@ -236,6 +250,8 @@ class EdgeWorker:
         for piece in self.client.stream(lease.range_id, lease.epoch):
             for frame in decoder.feed(piece):
                 if frame.type is FrameType.KEEPALIVE:
+                    if self.stop.is_set():  # waiting for a chunk is a fine moment to stop
+                        return
                     continue
                 yield frame.type, frame.first, frame.last, bytes(frame.data)
                 if frame.type is FrameType.END:

@@ -8,6 +8,7 @@ here (article N, size, where it lies) under the group lease's epoch; writing the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from usenet_indexer.db import Database, Row, Tx
@@ -124,6 +125,11 @@ class GroupLeases:
 
         return self.db.retrying(take)
 
+    def held_lane(self, group_id: int, node_id: int, lane: str, epoch: int) -> str:
+        """The group's name if ``node_id`` holds its ``lane`` at ``epoch``; else LeaseLost."""
+        with self.db.transaction(write=False) as tx:
+            return str(self.held(tx, group_id, node_id, check_lane(lane), epoch)["name"])
+
     def heartbeat(self, group_id: int, node_id: int, lane: str, epoch: int) -> None:
         lane = check_lane(lane)
         with self.db.transaction() as tx:
@@ -163,14 +169,61 @@ class GroupLeases:
                 },
             )
 
-    def snapshot(self, group_id: int, node_id: int, lane: str, epoch: int) -> Snapshot | None:
-        """The lane's last snapshot, for its current holder (a new holder resumes from it)."""
+    def snapshot(
+        self, group_id: int, node_id: int, lane: str, epoch: int, at: int | None = None
+    ) -> Snapshot | None:
+        """The lane's last snapshot for its current holder, or with ``at`` the one standing at that
+        article (the last or the one before: a holder may have died between a snapshot's PUT and the
+        batch that moves its range's resume point)."""
         lane = check_lane(lane)
         with self.db.transaction(write=False) as tx:
             row = self.held(tx, group_id, node_id, lane, epoch)
-        if row["snapshot_next"] is None:
-            return None
-        return Snapshot(int(row["snapshot_next"]), int(row["snapshot_size"]), str(row["snapshot_location"]))
+        for prefix in ("snapshot", "previous"):
+            next_article = row[f"{prefix}_next"]
+            if next_article is not None and (at is None or int(next_article) == at):
+                return Snapshot(int(next_article), int(row[f"{prefix}_size"]), str(row[f"{prefix}_location"]))
+            if at is None:
+                return None
+        return None
+
+    def flush(
+        self,
+        group_id: int,
+        node_id: int,
+        lane: str,
+        epoch: int,
+        *,
+        next: int,
+        size: int,
+        location: str,
+        store: Callable[[Tx, Row], object],
+    ) -> None:
+        """The lane's open releases stored (``store``) and its empty window recorded, in one transaction."""
+        lane = check_lane(lane)
+        with self.db.transaction() as tx:
+            tx.execute("group_for_update", {"group_id": group_id})
+            row = self.held(tx, group_id, node_id, lane, epoch)
+            store(tx, row)
+            tx.execute(
+                "group_lane_snapshot",
+                {
+                    "group_id": group_id,
+                    "lane": lane,
+                    "node_id": node_id,
+                    "epoch": epoch,
+                    "next": next,
+                    "size": size,
+                    "location": location,
+                },
+            )
+
+    def kept_locations(self, group_id: int, lane: str) -> set[str]:
+        """The snapshots the lane still points to (the rest may be pruned)."""
+        with self.db.transaction(write=False) as tx:
+            row = tx.one("group_lane_get", {"group_id": group_id, "lane": lane})
+        if row is None:
+            return set()
+        return {str(row[k]) for k in ("snapshot_location", "previous_location") if row[k] is not None}
 
 
 def _int(value: object) -> int | None:

@@ -88,9 +88,10 @@ class BatchReceipt:
     replayed: bool
 
 
-# Called inside the batch transaction to store the batch's content (the catalog merge); what it
-# returns is kept in the batch log and handed back, also to a retry of the same batch.
-BatchStore = Callable[[Tx], Mapping[str, Any]]
+# Called inside the batch transaction, with the range's row (and its group's name), to store the
+# batch's content (the catalog merge); what it returns is kept in the batch log and handed back, also
+# to a retry of the same batch.
+BatchStore = Callable[[Tx, Row], Mapping[str, Any]]
 
 
 def explain(row: Row | None, range_id: int, node_id: int, epoch: int, ttl: float) -> str | None:
@@ -315,7 +316,7 @@ class RangeLeases:
                 )
             if to_id > int(row["end_id"]):
                 raise RangeError(f"batch {from_id}–{to_id} runs past range {range_id}'s end {row['end_id']}")
-            result = dict(store(tx)) if store is not None else {}
+            result = dict(store(tx, row)) if store is not None else {}
             advanced = tx.one(
                 "range_advance",
                 {"range_id": range_id, "epoch": epoch, "next_id": to_id + 1, "headers": headers},

@@ -15,25 +15,33 @@ class Snapshots:
         self.max_bytes = max_bytes
 
     @staticmethod
-    def key(group_id: int, lane: str, next_article: int) -> str:
-        # The article in the name: a new snapshot never overwrites the one the store still points to.
+    def key(group_id: int, lane: str, next_article: int, kind: str = "window") -> str:
+        # The article in the name: a new snapshot never overwrites the one the store still points to
+        # (a flushed window at the same article gets its own kind for the same reason).
         if lane not in ("history", "tail"):
             raise ValueError(f"lane: history or tail, not {lane!r}")
-        return f"{ROOT}/{int(group_id)}/{lane}-{int(next_article):012d}"
+        if kind not in ("window", "flushed"):
+            raise ValueError(f"snapshot kind: window or flushed, not {kind!r}")
+        suffix = "" if kind == "window" else f"-{kind}"
+        return f"{ROOT}/{int(group_id)}/{lane}-{int(next_article):012d}{suffix}"
 
-    def write(self, group_id: int, lane: str, next_article: int, pieces: Iterable[bytes]) -> tuple[str, int]:
-        key = self.key(group_id, lane, next_article)
+    def write(
+        self, group_id: int, lane: str, next_article: int, pieces: Iterable[bytes], kind: str = "window"
+    ) -> tuple[str, int]:
+        key = self.key(group_id, lane, next_article, kind)
         return key, self.blobs.put_stream(key, pieces, max_bytes=self.max_bytes)
 
-    def writer(self, group_id: int, lane: str, next_article: int) -> tuple[str, BlobWriter]:
-        key = self.key(group_id, lane, next_article)
+    def writer(
+        self, group_id: int, lane: str, next_article: int, kind: str = "window"
+    ) -> tuple[str, BlobWriter]:
+        key = self.key(group_id, lane, next_article, kind)
         return key, self.blobs.writer(key, max_bytes=self.max_bytes)
 
     def open(self, location: str) -> tuple[int, Iterator[bytes]] | None:
         return self.blobs.open(location)
 
-    def prune(self, group_id: int, lane: str, keep: str) -> None:
-        """Older snapshots of the lane, once the store points to ``keep``."""
+    def prune(self, group_id: int, lane: str, keep: set[str]) -> None:
+        """The lane's snapshots the store no longer points to."""
         for key in self.blobs.list(f"{ROOT}/{int(group_id)}"):
-            if key != keep and key.split("/")[-1].startswith(f"{lane}-"):
+            if key not in keep and key.split("/")[-1].startswith(f"{lane}-"):
                 self.blobs.delete(key)

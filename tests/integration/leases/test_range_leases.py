@@ -242,7 +242,7 @@ def test_batches_move_the_resume_point_once(services: Services, node: int) -> No
     assert lease is not None
     calls: list[int] = []
 
-    def store(tx: object) -> dict[str, int]:
+    def store(tx: object, row: object) -> dict[str, int]:
         calls.append(1)
         return {"releases": 3}
 
@@ -284,7 +284,7 @@ def test_batches_that_do_not_fit_store_nothing(
             lease.next + offset_from,
             lease.next + offset_to,
             1,
-            lambda tx: pytest.fail("a refused batch must not reach the store"),
+            lambda tx, row: pytest.fail("a refused batch must not reach the store"),
         )
     assert (ranges(services), query(services.db, "SELECT count(*) AS n FROM batch_log")) == before
 

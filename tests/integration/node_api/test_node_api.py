@@ -250,3 +250,19 @@ def test_snapshot_over_the_cap_is_413_and_stores_nothing(
             assert services.blobs.list("snapshots") == []
     finally:
         services.close()
+
+
+def test_metrics_count_what_the_node_api_did(
+    client: TestClient, services: Services, auth: dict[str, str]
+) -> None:
+    plan(services)
+    granted = lease(client, auth)
+    client.post(
+        f"{API}/ranges/{granted['id']}/heartbeat", params={"epoch": granted["epoch"] + 5}, headers=auth
+    )
+    text = client.get("/metrics").text
+    assert 'usenet_indexer_leases_granted_total{took_over="false"} 1.0' in text
+    assert "usenet_indexer_leases_lost_total 1.0" in text
+    assert 'usenet_indexer_ranges{status="leased"} 1.0' in text
+    assert "usenet_indexer_live_leases 1.0" in text
+    assert "usenet_indexer_node_api_seconds_count" in text

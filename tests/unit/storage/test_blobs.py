@@ -62,7 +62,7 @@ def test_snapshots_are_named_by_article_and_pruned(tmp_path: Path) -> None:
     second, _ = snapshots.write(3, "history", 2000, [b"two"])
     tail, _ = snapshots.write(3, "tail", 5000, [b"tail"])
     assert size == 3
-    snapshots.prune(3, "history", keep=second)
+    snapshots.prune(3, "history", keep={second})
     assert snapshots.open(first) is None
     assert snapshots.open(second) is not None
     assert snapshots.open(tail) is not None

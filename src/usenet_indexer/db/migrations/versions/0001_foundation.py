@@ -118,6 +118,11 @@ def upgrade() -> None:
         sa.Column("snapshot_size", sa.BigInteger(), nullable=True),
         sa.Column("snapshot_location", sa.Text(), nullable=True),
         sa.Column("snapshot_at", sa.Double(), nullable=True),
+        # The snapshot before the last: the lane's next holder resumes from the one standing at its
+        # range's resume point, and a snapshot is PUT before the batch that moves that point.
+        sa.Column("previous_next", sa.BigInteger(), nullable=True),
+        sa.Column("previous_size", sa.BigInteger(), nullable=True),
+        sa.Column("previous_location", sa.Text(), nullable=True),
         sa.Column("headers", sa.BigInteger(), nullable=False, server_default="0"),
         sa.PrimaryKeyConstraint("group_id", "lane"),
         sa.CheckConstraint("lane IN ('history', 'tail')", name="group_leases_lane"),

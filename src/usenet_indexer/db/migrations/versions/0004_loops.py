@@ -10,7 +10,7 @@
   ``ranges.gaps`` once.
 
 Revision ID: 0004
-Revises: 0002 (re-chain to 0003 when the catalog migration lands: 0003 is the lead's)
+Revises: 0003
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0004"
-down_revision = "0002"
+down_revision = "0003"
 branch_labels = None
 depends_on = None
 

@@ -47,3 +47,9 @@ FROM nodes n ORDER BY n.name
 
 -- name: node_set_enabled
 UPDATE nodes SET enabled = :enabled WHERE name = :name RETURNING id
+
+-- name: metrics_ranges
+SELECT status, count(*) AS n FROM ranges GROUP BY status
+
+-- name: metrics_live_workers
+SELECT count(*) AS n FROM ranges WHERE status = 'leased' AND heartbeat_at >= {now} - :ttl

@@ -64,7 +64,10 @@ WHERE group_id = :group_id AND lane = :lane
 
 -- name: group_lane_snapshot
 UPDATE group_leases
-SET snapshot_next = :next, snapshot_size = :size, snapshot_location = :location, snapshot_at = {now},
+SET previous_next = CASE WHEN snapshot_next = :next THEN previous_next ELSE snapshot_next END,
+    previous_size = CASE WHEN snapshot_next = :next THEN previous_size ELSE snapshot_size END,
+    previous_location = CASE WHEN snapshot_next = :next THEN previous_location ELSE snapshot_location END,
+    snapshot_next = :next, snapshot_size = :size, snapshot_location = :location, snapshot_at = {now},
     heartbeat_at = {now}
 WHERE group_id = :group_id AND lane = :lane AND node_id = :node_id AND epoch = :epoch
 RETURNING snapshot_at

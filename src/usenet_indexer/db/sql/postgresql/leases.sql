@@ -18,7 +18,8 @@ seen AS (
 SELECT id FROM beat
 
 -- name: range_for_update
-SELECT r.*, {now} AS now FROM ranges r WHERE r.id = :range_id FOR UPDATE
+SELECT r.*, g.name AS group_name, {now} AS now FROM ranges r JOIN groups g ON g.id = r.group_id
+WHERE r.id = :range_id FOR UPDATE OF r
 
 -- name: group_for_update
 SELECT * FROM groups WHERE id = :group_id FOR UPDATE

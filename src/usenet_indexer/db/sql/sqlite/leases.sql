@@ -37,7 +37,8 @@ WHERE id = :range_id AND node_id = :node_id AND epoch = :epoch AND status = 'lea
 RETURNING id
 
 -- name: range_for_update
-SELECT r.*, {now} AS now FROM ranges r WHERE r.id = :range_id
+SELECT r.*, g.name AS group_name, {now} AS now FROM ranges r JOIN groups g ON g.id = r.group_id
+WHERE r.id = :range_id
 
 -- name: group_for_update
 SELECT * FROM groups WHERE id = :group_id

@@ -1,0 +1,127 @@
+"""The batch store: a batch's release fragments merged into the catalog by key, inside the batch's
+transaction (leases/ranges.py commit_batch), so that the releases and the range's resume point move
+together or not at all.
+
+Each release is one row, its files and segments one compressed blob (indexing/merge.py): a fragment
+is merged with what is stored (parts deduplicated by file and part number), and the totals, name and
+category are computed again. A group's batches merge one at a time (``batch_lock_group``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from usenet_indexer.db import Row, Tx
+from usenet_indexer.indexing import (
+    Batch,
+    ReleaseFragment,
+    categorize,
+    merge,
+    pack_segments,
+    totals,
+    unpack_segments,
+)
+from usenet_indexer.indexing.naming import normalise
+
+KEYS_PER_QUERY = 5_000
+
+
+def search_name(name: str) -> str:
+    """What full-text search indexes: the name with dots, dashes and underscores as spaces."""
+    return normalise(name)
+
+
+def stored_fragment(row: Row) -> ReleaseFragment:
+    """The release as stored, in the fragment form merging works on."""
+    return ReleaseFragment(
+        key=row["key"],
+        name=row["name"],
+        poster=row["poster"],
+        groups=tuple(row["groups"].split()),
+        file_total=int(row["file_total"]),
+        first_article=int(row["first_article"]),
+        first_date=row["first_date"],
+        last_article=int(row["last_article"]),
+        last_date=row["last_date"],
+        obfuscated=bool(row["obfuscated"]),
+        request_id=row["request_id"],
+        files=unpack_segments(bytes(row["segments"])),
+    )
+
+
+def release_row(release: ReleaseFragment, group: str) -> dict[str, Any]:
+    t = totals(release)
+    category = categorize(release.name, [f.name for f in release.files])
+    return {
+        "key": release.key,
+        "name": release.name,
+        "search_name": search_name(release.name),
+        "poster": release.poster,
+        "group_name": release.groups[0] if release.groups else group,
+        "groups": " ".join(release.groups) if release.groups else group,
+        "file_total": release.file_total,
+        "files_seen": t.files_seen,
+        "files_expected": t.files_expected,
+        "parts_seen": t.parts_seen,
+        "parts_expected": t.parts_expected,
+        "completion": t.completion,
+        "complete": t.complete,
+        "size": t.size,
+        "first_article": release.first_article,
+        "last_article": release.last_article,
+        "first_date": release.first_date,
+        "last_date": release.last_date,
+        "obfuscated": release.obfuscated,
+        "request_id": release.request_id,
+        "category": category.id,
+        "season": category.season,
+        "episode": category.episode,
+        "year": category.year,
+        "resolution": category.resolution,
+        "segments": pack_segments(release.files),
+    }
+
+
+def store_batch(tx: Tx, group_id: int, group: str, batch: Batch) -> Mapping[str, Any]:
+    """Merge ``batch`` into the catalog in ``tx``; what the worker is told it stored."""
+    tx.execute("batch_lock_group", {"group_id": group_id})
+    fragments: dict[str, ReleaseFragment] = {}
+    for fragment in batch.fragments:  # a batch holds each key once, but be sure
+        held = fragments.get(fragment.key)
+        fragments[fragment.key] = fragment if held is None else merge(held, fragment)
+    existing: dict[str, Row] = {}
+    keys = sorted(fragments)  # sorted: row locks always taken in one order, never a deadlock
+    for at in range(0, len(keys), KEYS_PER_QUERY):
+        chunk = keys[at : at + KEYS_PER_QUERY]
+        param: object = chunk if tx.dialect == "postgresql" else json.dumps(chunk)
+        for row in tx.run("releases_by_keys", {"keys": param}):
+            existing[row["key"]] = row
+    inserts: list[dict[str, Any]] = []
+    updates: list[dict[str, Any]] = []
+    for key in keys:
+        fragment = fragments[key]
+        stored = existing.get(key)
+        if stored is None:
+            inserts.append(release_row(fragment, group))
+        else:
+            merged = merge(stored_fragment(stored), fragment)
+            updates.append({**release_row(merged, group), "id": stored["id"]})
+    tx.executemany("release_insert", inserts)
+    tx.executemany("release_update", updates)
+    tx.executemany(
+        "probe_enqueue",
+        [
+            {"key": c.key, "par2_message_id": c.par2_message_id, "nfo_message_id": c.nfo_message_id}
+            for c in batch.candidates
+        ],
+    )
+    return {
+        "releases": len(fragments),
+        "new": len(inserts),
+        "merged": len(updates),
+        "candidates": len(batch.candidates),
+        "headers": batch.headers,
+        "segments": sum(f.segment_count for f in fragments.values()),
+    }

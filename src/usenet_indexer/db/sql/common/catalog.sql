@@ -1,0 +1,46 @@
+-- The catalog: releases merged from batches, and the probe queue.
+
+-- name: release_insert
+INSERT INTO releases (key, name, name_source, search_name, poster, group_name, groups, file_total,
+                      files_seen, files_expected, parts_seen, parts_expected, completion, complete, size,
+                      first_article, last_article, first_date, last_date, posted_at, obfuscated, request_id,
+                      category, season, episode, year, resolution, segments, created_at, updated_at)
+VALUES (:key, :name, 'subject', :search_name, :poster, :group_name, :groups, :file_total,
+        :files_seen, :files_expected, :parts_seen, :parts_expected, :completion, :complete, :size,
+        :first_article, :last_article, :first_date, :last_date, COALESCE(:first_date, {now}), :obfuscated,
+        :request_id, :category, :season, :episode, :year, :resolution, :segments, {now}, {now})
+
+-- name: release_update
+UPDATE releases
+SET name = CASE WHEN name_source = 'subject' THEN :name ELSE name END,
+    search_name = CASE WHEN name_source = 'subject' THEN :search_name ELSE search_name END,
+    poster = :poster, groups = :groups, file_total = :file_total, files_seen = :files_seen,
+    files_expected = :files_expected, parts_seen = :parts_seen, parts_expected = :parts_expected,
+    completion = :completion, complete = :complete, size = :size, first_article = :first_article,
+    last_article = :last_article, first_date = :first_date, last_date = :last_date,
+    posted_at = COALESCE(:first_date, posted_at), obfuscated = :obfuscated, request_id = :request_id,
+    category = CASE WHEN name_source = 'subject' THEN :category ELSE category END,
+    season = COALESCE(:season, season), episode = COALESCE(:episode, episode), year = COALESCE(:year, year),
+    resolution = COALESCE(:resolution, resolution), segments = :segments, updated_at = {now}
+WHERE id = :id
+
+-- name: probe_enqueue
+INSERT INTO probe_queue (release_key, par2_message_id, nfo_message_id, created_at, updated_at)
+VALUES (:key, :par2_message_id, :nfo_message_id, {now}, {now})
+ON CONFLICT (release_key) DO NOTHING
+
+-- name: release_rename
+UPDATE releases
+SET name = :name, search_name = :search_name, name_source = :source, category = :category,
+    season = COALESCE(:season, season), episode = COALESCE(:episode, episode), year = COALESCE(:year, year),
+    resolution = COALESCE(:resolution, resolution), obfuscated = false, updated_at = {now}
+WHERE key = :key
+
+-- name: probe_done
+UPDATE probe_queue SET status = 'done', error = NULL, updated_at = {now} WHERE release_key = :key
+
+-- name: probe_failed
+UPDATE probe_queue
+SET status = CASE WHEN attempts >= :max_attempts THEN 'failed' ELSE 'queued' END, error = :error,
+    updated_at = {now}
+WHERE release_key = :key

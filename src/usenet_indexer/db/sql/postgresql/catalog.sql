@@ -1,0 +1,18 @@
+-- The catalog, PostgreSQL.
+
+-- name: batch_lock_group
+-- A group's batches merge one at a time: two batches holding fragments of a release that does not
+-- exist yet would both insert it. Seed 000 caps live leases per group for this reason.
+SELECT pg_advisory_xact_lock(1969, CAST(:group_id AS integer))
+
+-- name: releases_by_keys
+SELECT * FROM releases WHERE key = ANY(CAST(:keys AS text[])) FOR UPDATE
+
+-- name: probe_take
+UPDATE probe_queue SET status = 'working', attempts = attempts + 1, updated_at = {now}
+WHERE release_key IN (
+  SELECT release_key FROM probe_queue
+  WHERE status = 'queued' OR (status = 'working' AND updated_at < {now} - :stale)
+  ORDER BY created_at LIMIT :n
+  FOR UPDATE SKIP LOCKED)
+RETURNING release_key, par2_message_id, nfo_message_id, attempts

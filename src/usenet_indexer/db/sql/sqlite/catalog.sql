@@ -1,0 +1,15 @@
+-- The catalog, SQLite (writers are serialized already).
+
+-- name: batch_lock_group
+SELECT :group_id AS locked
+
+-- name: releases_by_keys
+SELECT * FROM releases WHERE key IN (SELECT value FROM json_each(:keys))
+
+-- name: probe_take
+UPDATE probe_queue SET status = 'working', attempts = attempts + 1, updated_at = {now}
+WHERE release_key IN (
+  SELECT release_key FROM probe_queue
+  WHERE status = 'queued' OR (status = 'working' AND updated_at < {now} - :stale)
+  ORDER BY created_at LIMIT :n)
+RETURNING release_key, par2_message_id, nfo_message_id, attempts

@@ -1,0 +1,375 @@
+"""What indexing produces: release fragments, probe candidates and batches, and their plain-dict form.
+
+A file's segments are kept as columns (int64 arrays and one newline-joined bytes of message-ids), not one
+object per part: a 1,000,000-header batch holds ~110 MB (bench/index.py), where a tuple per segment
+would cost ~250 bytes each, and moving a file's segments to JSON or to the catalog's blob is a handful
+of C-level calls instead of a loop.
+
+The dict form (``*_to_dict`` / ``*_from_dict``) is what the batch wire format and the window snapshot
+carry. Decoding is strict: unknown or missing fields, wrong types and numbers out of range raise
+``FormatError`` naming the field, because a batch comes from another machine.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Any, NamedTuple
+
+MAX_INT = 2**63 - 1
+MAX_TEXT = 8 * 1024  # names, posters, keys
+MAX_MESSAGE_ID = 1024
+
+
+class FormatError(ValueError):
+    """A dict that is not a valid fragment or batch; the message names the field."""
+
+
+class FileSegment(NamedTuple):
+    part: int
+    size: int
+    message_id: str
+    article: int
+
+
+def int_array(values: Any = ()) -> array[int]:
+    return array("q", values)
+
+
+@dataclass(frozen=True, slots=True)
+class FileFragment:
+    """The segments of one file seen so far: parallel columns sorted by part number, one per part."""
+
+    name: str
+    index: int  # file i of n; 0 when unknown
+    parts_total: int  # yEnc part total; 0 when unknown
+    parts: array[int]
+    sizes: array[int]
+    articles: array[int]
+    message_ids: bytes  # b"\n".join of the message-ids, without angle brackets
+
+    @property
+    def size(self) -> int:
+        return sum(self.sizes)
+
+    def message_id_list(self) -> list[str]:
+        return self.message_ids.decode().split("\n") if self.message_ids else []
+
+    def segments(self) -> Iterator[FileSegment]:
+        ids = self.message_id_list()
+        for part, size, mid, article in zip(self.parts, self.sizes, ids, self.articles, strict=True):
+            yield FileSegment(part, size, mid, article)
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseFragment:
+    """Part of a release, as seen in one batch (or merged from many: the same shape serves both)."""
+
+    key: str  # stable across batches, ranges and workers; see indexer.release_key
+    name: str  # cleaned release name
+    poster: str
+    groups: tuple[str, ...]  # sorted
+    file_total: int  # 0 when unknown
+    first_article: int
+    first_date: int | None  # Date of the lowest-numbered article
+    last_article: int
+    last_date: int | None  # Date of the highest-numbered article
+    obfuscated: bool
+    request_id: str | None
+    files: tuple[FileFragment, ...]  # sorted by (name, parts_total)
+
+    @property
+    def segment_count(self) -> int:
+        return sum(len(f.parts) for f in self.files)
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeCandidate:
+    """An obfuscated release and the articles whose bodies can name it."""
+
+    key: str
+    name: str
+    par2_message_id: str  # first segment of the PAR2 index file (or of the smallest volume)
+    nfo_message_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """What a worker posts for articles ``[from_id, to_id]`` of a range."""
+
+    from_id: int
+    to_id: int
+    headers: int  # overview lines read
+    malformed: Mapping[str, int]  # skipped lines by reason (overview.REASON_*)
+    gaps: int  # article numbers the server returned no line for
+    undated: int  # dates read (each file's first and last article) that could not be parsed
+    unmatched: int  # well-formed lines whose subject no rule reads (text posts, spam)
+    fragments: tuple[ReleaseFragment, ...]
+    candidates: tuple[ProbeCandidate, ...]
+
+
+# ---- the dict form ------------------------------------------------------------------------------------
+
+
+def file_to_dict(f: FileFragment) -> dict[str, Any]:
+    return {
+        "name": f.name,
+        "index": f.index,
+        "parts_total": f.parts_total,
+        "parts": f.parts.tolist(),
+        "sizes": f.sizes.tolist(),
+        "articles": f.articles.tolist(),
+        "message_ids": f.message_ids.decode(),
+    }
+
+
+def fragment_to_dict(r: ReleaseFragment) -> dict[str, Any]:
+    return {
+        "key": r.key,
+        "name": r.name,
+        "poster": r.poster,
+        "groups": list(r.groups),
+        "file_total": r.file_total,
+        "first_article": r.first_article,
+        "first_date": r.first_date,
+        "last_article": r.last_article,
+        "last_date": r.last_date,
+        "obfuscated": r.obfuscated,
+        "request_id": r.request_id,
+        "files": [file_to_dict(f) for f in r.files],
+    }
+
+
+def candidate_to_dict(c: ProbeCandidate) -> dict[str, Any]:
+    return {
+        "key": c.key,
+        "name": c.name,
+        "par2_message_id": c.par2_message_id,
+        "nfo_message_id": c.nfo_message_id,
+    }
+
+
+def batch_to_dict(b: Batch) -> dict[str, Any]:
+    return {
+        "from_id": b.from_id,
+        "to_id": b.to_id,
+        "headers": b.headers,
+        "malformed": dict(b.malformed),
+        "gaps": b.gaps,
+        "undated": b.undated,
+        "unmatched": b.unmatched,
+        "fragments": [fragment_to_dict(r) for r in b.fragments],
+        "candidates": [candidate_to_dict(c) for c in b.candidates],
+    }
+
+
+def _fields(
+    obj: Any, where: str, required: frozenset[str], optional: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    if not isinstance(obj, dict):
+        raise FormatError(f"{where}: expected an object, got {type(obj).__name__}")
+    keys = set(obj)
+    unknown = keys - required - optional
+    if unknown:
+        raise FormatError(f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
+    missing = required - keys
+    if missing:
+        raise FormatError(f"{where}: missing field(s) {', '.join(sorted(missing))}")
+    return obj
+
+
+def _int(obj: Any, where: str, low: int = 0, high: int = MAX_INT) -> int:
+    if isinstance(obj, bool) or not isinstance(obj, int):
+        raise FormatError(f"{where}: expected an integer, got {type(obj).__name__}")
+    if not low <= obj <= high:
+        raise FormatError(f"{where}: {obj} is out of range [{low}, {high}]")
+    return obj
+
+
+def _opt_int(obj: Any, where: str) -> int | None:
+    return None if obj is None else _int(obj, where)
+
+
+def _str(obj: Any, where: str, limit: int = MAX_TEXT, empty: bool = True) -> str:
+    if not isinstance(obj, str):
+        raise FormatError(f"{where}: expected a string, got {type(obj).__name__}")
+    if len(obj) > limit:
+        raise FormatError(f"{where}: {len(obj)} characters is more than {limit}")
+    if not empty and not obj:
+        raise FormatError(f"{where}: must not be empty")
+    return obj
+
+
+def _list(obj: Any, where: str) -> list[Any]:
+    if not isinstance(obj, list):
+        raise FormatError(f"{where}: expected a list, got {type(obj).__name__}")
+    return obj
+
+
+def _column(obj: Any, where: str) -> array[int]:
+    values = _list(obj, where)
+    try:
+        column = int_array(values)
+    except (TypeError, OverflowError):
+        raise FormatError(f"{where}: expected integers in [0, {MAX_INT}]") from None
+    if bool in set(map(type, values)):
+        raise FormatError(f"{where}: expected integers, not booleans")
+    if column and min(column) < 0:
+        raise FormatError(f"{where}: {min(column)} is out of range [0, {MAX_INT}]")
+    return column
+
+
+_FILE_FIELDS = frozenset({"name", "index", "parts_total", "parts", "sizes", "articles", "message_ids"})
+_FRAGMENT_FIELDS = frozenset(
+    {
+        "key",
+        "name",
+        "poster",
+        "groups",
+        "file_total",
+        "first_article",
+        "first_date",
+        "last_article",
+        "last_date",
+        "obfuscated",
+        "request_id",
+        "files",
+    }
+)
+_CANDIDATE_FIELDS = frozenset({"key", "name", "par2_message_id", "nfo_message_id"})
+_BATCH_FIELDS = frozenset(
+    {"from_id", "to_id", "headers", "malformed", "gaps", "undated", "unmatched", "fragments", "candidates"}
+)
+
+
+def file_from_dict(obj: Any, where: str = "file") -> FileFragment:
+    d = _fields(obj, where, _FILE_FIELDS)
+    parts = _column(d["parts"], f"{where}.parts")
+    sizes = _column(d["sizes"], f"{where}.sizes")
+    articles = _column(d["articles"], f"{where}.articles")
+    ids = _str(d["message_ids"], f"{where}.message_ids", limit=MAX_MESSAGE_ID * max(1, len(parts)))
+    n = len(parts)
+    if len(sizes) != n or len(articles) != n:
+        raise FormatError(
+            f"{where}: parts, sizes and articles differ in length ({n}, {len(sizes)}, {len(articles)})"
+        )
+    id_count = ids.count("\n") + 1 if ids else 0
+    if id_count != n:
+        raise FormatError(f"{where}.message_ids: {id_count} message-ids for {n} parts")
+    if n and (parts[0] < 1 or any(a >= b for a, b in pairwise(parts))):
+        raise FormatError(f"{where}.parts: part numbers must be >= 1 and strictly ascending")
+    if n and "\n\n" in f"\n{ids}\n":
+        raise FormatError(f"{where}.message_ids: an empty message-id")
+    return FileFragment(
+        name=_str(d["name"], f"{where}.name", empty=False),
+        index=_int(d["index"], f"{where}.index"),
+        parts_total=_int(d["parts_total"], f"{where}.parts_total"),
+        parts=parts,
+        sizes=sizes,
+        articles=articles,
+        message_ids=ids.encode(),
+    )
+
+
+def fragment_from_dict(obj: Any, where: str = "fragment") -> ReleaseFragment:
+    d = _fields(obj, where, _FRAGMENT_FIELDS)
+    groups = tuple(
+        _str(g, f"{where}.groups[{i}]", empty=False)
+        for i, g in enumerate(_list(d["groups"], f"{where}.groups"))
+    )
+    if list(groups) != sorted(set(groups)):
+        raise FormatError(f"{where}.groups: must be sorted and without repeats")
+    files = tuple(
+        file_from_dict(f, f"{where}.files[{i}]") for i, f in enumerate(_list(d["files"], f"{where}.files"))
+    )
+    order = [(f.name, f.parts_total) for f in files]
+    if order != sorted(set(order)):
+        raise FormatError(f"{where}.files: must be sorted by (name, parts_total) and without repeats")
+    first_article = _int(d["first_article"], f"{where}.first_article")
+    last_article = _int(d["last_article"], f"{where}.last_article")
+    if last_article < first_article:
+        raise FormatError(f"{where}: last_article {last_article} is before first_article {first_article}")
+    obfuscated = d["obfuscated"]
+    if not isinstance(obfuscated, bool):
+        raise FormatError(f"{where}.obfuscated: expected true or false")
+    request = d["request_id"]
+    return ReleaseFragment(
+        key=_str(d["key"], f"{where}.key", limit=128, empty=False),
+        name=_str(d["name"], f"{where}.name"),
+        poster=_str(d["poster"], f"{where}.poster"),
+        groups=groups,
+        file_total=_int(d["file_total"], f"{where}.file_total"),
+        first_article=first_article,
+        first_date=_opt_int(d["first_date"], f"{where}.first_date"),
+        last_article=last_article,
+        last_date=_opt_int(d["last_date"], f"{where}.last_date"),
+        obfuscated=obfuscated,
+        request_id=None if request is None else _str(request, f"{where}.request_id", limit=64),
+        files=files,
+    )
+
+
+def candidate_from_dict(obj: Any, where: str = "candidate") -> ProbeCandidate:
+    d = _fields(obj, where, _CANDIDATE_FIELDS)
+    nfo = d["nfo_message_id"]
+    return ProbeCandidate(
+        key=_str(d["key"], f"{where}.key", limit=128, empty=False),
+        name=_str(d["name"], f"{where}.name"),
+        par2_message_id=_str(d["par2_message_id"], f"{where}.par2_message_id", MAX_MESSAGE_ID, empty=False),
+        nfo_message_id=None
+        if nfo is None
+        else _str(nfo, f"{where}.nfo_message_id", MAX_MESSAGE_ID, empty=False),
+    )
+
+
+def batch_from_dict(obj: Any, where: str = "batch") -> Batch:
+    d = _fields(obj, where, _BATCH_FIELDS)
+    from_id = _int(d["from_id"], f"{where}.from_id")
+    to_id = _int(d["to_id"], f"{where}.to_id")
+    if to_id < from_id:
+        raise FormatError(f"{where}: to_id {to_id} is before from_id {from_id}")
+    malformed_obj = d["malformed"]
+    if not isinstance(malformed_obj, dict):
+        raise FormatError(f"{where}.malformed: expected an object of counts")
+    malformed = {
+        _str(k, f"{where}.malformed key", limit=64, empty=False): _int(v, f"{where}.malformed.{k}")
+        for k, v in malformed_obj.items()
+    }
+    return Batch(
+        from_id=from_id,
+        to_id=to_id,
+        headers=_int(d["headers"], f"{where}.headers"),
+        malformed=malformed,
+        gaps=_int(d["gaps"], f"{where}.gaps"),
+        undated=_int(d["undated"], f"{where}.undated"),
+        unmatched=_int(d["unmatched"], f"{where}.unmatched"),
+        fragments=tuple(
+            fragment_from_dict(r, f"{where}.fragments[{i}]")
+            for i, r in enumerate(_list(d["fragments"], f"{where}.fragments"))
+        ),
+        candidates=tuple(
+            candidate_from_dict(c, f"{where}.candidates[{i}]")
+            for i, c in enumerate(_list(d["candidates"], f"{where}.candidates"))
+        ),
+    )
+
+
+__all__ = [
+    "Batch",
+    "FileFragment",
+    "FileSegment",
+    "FormatError",
+    "ProbeCandidate",
+    "ReleaseFragment",
+    "batch_from_dict",
+    "batch_to_dict",
+    "candidate_from_dict",
+    "candidate_to_dict",
+    "file_from_dict",
+    "file_to_dict",
+    "fragment_from_dict",
+    "fragment_to_dict",
+    "int_array",
+]

@@ -1,0 +1,275 @@
+"""Merging release fragments, release totals, and the compact segment blob the catalog keeps.
+
+``merge`` is commutative and associative (tests/unit/indexing check it with hypothesis), so fragments
+of a release merged in any order and grouping give the same release: the coordinator may store batches
+of different ranges in whatever order their workers post them. Every choice between two fragments'
+values is therefore a total order, never "the first one": the lowest article wins a part seen twice,
+the smallest name wins between spellings, the dates of the lowest and highest article are kept.
+
+The catalog stores a release as one row plus ONE segment blob (``pack_segments``), never a row per
+part: the part tables of older indexers reached tens of millions of rows.
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from usenet_indexer.indexing.fragment import FileFragment, ReleaseFragment, int_array
+from usenet_indexer.indexing.naming import looks_obfuscated
+
+
+class MergeError(ValueError):
+    """Fragments that cannot be merged (different keys): a caller's bug."""
+
+
+class SegmentBlobError(ValueError):
+    """A segment blob that cannot be read: truncated, not ours, or corrupt."""
+
+
+def merge(a: ReleaseFragment, b: ReleaseFragment) -> ReleaseFragment:
+    """One fragment holding both; ``merge(a, b) == merge(b, a)``."""
+    if a.key != b.key:
+        raise MergeError(f"cannot merge fragments of different releases ({a.key} and {b.key})")
+    files = {(f.name, f.parts_total): f for f in a.files}
+    for f in b.files:
+        ident = (f.name, f.parts_total)
+        mine = files.get(ident)
+        files[ident] = f if mine is None else merge_files(mine, f)
+    first_article, first_date = min(
+        (a.first_article, _date_order(a.first_date)), (b.first_article, _date_order(b.first_date))
+    )
+    last_article, last_date = max(
+        (a.last_article, -_date_order(a.last_date)), (b.last_article, -_date_order(b.last_date))
+    )
+    name = min(a.name, b.name)
+    requests = [r for r in (a.request_id, b.request_id) if r is not None]
+    return ReleaseFragment(
+        key=a.key,
+        name=name,
+        poster=min(a.poster, b.poster),
+        groups=tuple(sorted(set(a.groups) | set(b.groups))),
+        file_total=max(a.file_total, b.file_total),
+        first_article=first_article,
+        first_date=_date_back(first_date),
+        last_article=last_article,
+        last_date=_date_back(-last_date),
+        obfuscated=looks_obfuscated(name),
+        request_id=min(requests) if requests else None,
+        files=tuple(files[ident] for ident in sorted(files)),
+    )
+
+
+# Dates are compared with None after every real date (a known date wins a tie on the article number).
+_NO_DATE = 2**62
+
+
+def _date_order(date: int | None) -> int:
+    return _NO_DATE if date is None else date
+
+
+def _date_back(value: int) -> int | None:
+    return None if value == _NO_DATE else value
+
+
+def merge_files(x: FileFragment, y: FileFragment) -> FileFragment:
+    """The segments of both; a part in both keeps the segment with the lowest (article, size, id)."""
+    index = min((i for i in (x.index, y.index) if i), default=0)
+    if x.parts and y.parts and x.parts[-1] < y.parts[0]:
+        return _concat(x, y, index)
+    if x.parts and y.parts and y.parts[-1] < x.parts[0]:
+        return _concat(y, x, index)
+    best: dict[int, tuple[int, int, str]] = {}
+    for f in (x, y):
+        for part, size, mid, article in f.segments():
+            candidate = (article, size, mid)
+            held = best.get(part)
+            if held is None or candidate < held:
+                best[part] = candidate
+    parts = sorted(best)
+    chosen = [best[p] for p in parts]
+    return FileFragment(
+        name=x.name,
+        index=index,
+        parts_total=x.parts_total,
+        parts=int_array(parts),
+        sizes=int_array(c[1] for c in chosen),
+        articles=int_array(c[0] for c in chosen),
+        message_ids="\n".join(c[2] for c in chosen).encode(),
+    )
+
+
+def _concat(low: FileFragment, high: FileFragment, index: int) -> FileFragment:
+    return FileFragment(
+        name=low.name,
+        index=index,
+        parts_total=low.parts_total,
+        parts=low.parts + high.parts,
+        sizes=low.sizes + high.sizes,
+        articles=low.articles + high.articles,
+        message_ids=low.message_ids + b"\n" + high.message_ids,
+    )
+
+
+def merge_all(fragments: Iterable[ReleaseFragment]) -> dict[str, ReleaseFragment]:
+    """Fragments merged by key: the catalog's releases, as a dict."""
+    out: dict[str, ReleaseFragment] = {}
+    for fragment in fragments:
+        held = out.get(fragment.key)
+        out[fragment.key] = fragment if held is None else merge(held, fragment)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseTotals:
+    """What the catalog shows of a release's completeness and size."""
+
+    files_seen: int
+    files_expected: int
+    parts_seen: int
+    parts_expected: int
+    completion: float  # percent, 0-100
+    size: int  # bytes of the segments seen
+    first_date: int | None
+    last_date: int | None
+    complete: bool
+
+
+def totals(release: ReleaseFragment) -> ReleaseTotals:
+    """Files and parts seen against expected, completion and size.
+
+    Files not seen yet are expected to have as many parts as the seen files have on average, so a
+    release missing a whole file is not reported complete. A file total of 0 (the subjects carried no
+    file counter) means the files seen are all there is to expect.
+    """
+    files_seen = len(release.files)
+    files_expected = max(release.file_total, files_seen)
+    parts_seen = sum(len(f.parts) for f in release.files)
+    known_totals = [f.parts_total or len(f.parts) for f in release.files]
+    parts_expected = sum(known_totals)
+    if files_expected > files_seen and known_totals:
+        parts_expected += round(sum(known_totals) / len(known_totals)) * (files_expected - files_seen)
+    completion = 100.0 * parts_seen / parts_expected if parts_expected else 0.0
+    return ReleaseTotals(
+        files_seen=files_seen,
+        files_expected=files_expected,
+        parts_seen=parts_seen,
+        parts_expected=parts_expected,
+        completion=min(100.0, round(completion, 2)),
+        size=sum(f.size for f in release.files),
+        first_date=release.first_date,
+        last_date=release.last_date,
+        complete=files_seen == files_expected and parts_seen == parts_expected and parts_expected > 0,
+    )
+
+
+def is_complete(release: ReleaseFragment) -> bool:
+    """Every expected file with every part (a file total of 0 counts the files seen as all)."""
+    if release.file_total and len(release.files) < release.file_total:
+        return False
+    return bool(release.files) and all(f.parts_total and len(f.parts) == f.parts_total for f in release.files)
+
+
+# ---- the segment blob ------------------------------------------------------------------------------
+#
+# zlib( "UIS1" u32:file_count, then per file:
+#        u16:name_length name(utf-8) i64:index i64:parts_total u32:n
+#        n x i64 parts, n x i64 sizes, n x i64 articles, u32:ids_length ids("\n"-joined, utf-8) )
+# Little-endian. Columns of int64 compress well (zlib squeezes the high zero bytes), and packing is a
+# few C-level calls per file, so a release of 50,000 parts packs in milliseconds.
+
+_MAGIC = b"UIS1"
+_HEAD = struct.Struct("<4sI")
+_FILE = struct.Struct("<HqqI")
+_IDS = struct.Struct("<I")
+MAX_BLOB_INFLATED = 512 * 1024 * 1024
+
+
+def _le(column: Sequence[int]) -> bytes:
+    values = int_array(column)
+    if sys.byteorder == "big":
+        values.byteswap()
+    return values.tobytes()
+
+
+def pack_segments(files: Sequence[FileFragment], level: int = 6) -> bytes:
+    """A release's files and segments as one compressed blob."""
+    out = [_HEAD.pack(_MAGIC, len(files))]
+    for f in files:
+        name = f.name.encode()
+        if len(name) > 0xFFFF:
+            raise ValueError(f"file name of {len(name)} bytes cannot be packed (limit 65535)")
+        n = len(f.parts)
+        out.append(_FILE.pack(len(name), f.index, f.parts_total, n))
+        out.append(name)
+        out.append(_le(f.parts))
+        out.append(_le(f.sizes))
+        out.append(_le(f.articles))
+        out.append(_IDS.pack(len(f.message_ids)))
+        out.append(f.message_ids)
+    return zlib.compress(b"".join(out), level)
+
+
+def unpack_segments(blob: bytes) -> tuple[FileFragment, ...]:
+    """The files of a blob made by ``pack_segments``; SegmentBlobError when it is not one."""
+    try:
+        inflater = zlib.decompressobj()
+        data = inflater.decompress(blob, MAX_BLOB_INFLATED)
+        if inflater.unconsumed_tail:
+            raise SegmentBlobError(f"segment blob inflates past {MAX_BLOB_INFLATED} bytes")
+    except zlib.error as error:
+        raise SegmentBlobError(f"segment blob does not inflate: {error}") from None
+    view = memoryview(data)
+    try:
+        magic, count = _HEAD.unpack_from(view, 0)
+        if magic != _MAGIC:
+            raise SegmentBlobError(f"not a segment blob (magic {bytes(magic)!r})")
+        at = _HEAD.size
+        files = []
+        for _ in range(count):
+            name_length, index, parts_total, n = _FILE.unpack_from(view, at)
+            at += _FILE.size
+            name = bytes(view[at : at + name_length]).decode()
+            at += name_length
+            columns = []
+            for _column in range(3):
+                raw = view[at : at + 8 * n]
+                if len(raw) != 8 * n:
+                    raise SegmentBlobError("segment blob is truncated")
+                column = int_array()
+                column.frombytes(raw)
+                if sys.byteorder == "big":
+                    column.byteswap()
+                columns.append(column)
+                at += 8 * n
+            (ids_length,) = _IDS.unpack_from(view, at)
+            at += _IDS.size
+            ids = bytes(view[at : at + ids_length])
+            if len(ids) != ids_length:
+                raise SegmentBlobError("segment blob is truncated")
+            at += ids_length
+            if (ids.count(b"\n") + 1 if ids else 0) != n:
+                raise SegmentBlobError(f"segment blob: file {name!r} has {n} parts but other message-ids")
+            files.append(FileFragment(name, index, parts_total, columns[0], columns[1], columns[2], ids))
+    except (struct.error, UnicodeDecodeError) as error:
+        raise SegmentBlobError(f"segment blob is truncated or corrupt: {error}") from None
+    if at != len(data):
+        raise SegmentBlobError(f"segment blob has {len(data) - at} bytes after its last file")
+    return tuple(files)
+
+
+__all__ = [
+    "MergeError",
+    "ReleaseTotals",
+    "SegmentBlobError",
+    "is_complete",
+    "merge",
+    "merge_all",
+    "merge_files",
+    "pack_segments",
+    "totals",
+    "unpack_segments",
+]

@@ -1,0 +1,301 @@
+"""Subject rules: ordered, group-scoped regexes that read a posting's subject.
+
+A rule's subject pattern names what it extracts with named groups:
+
+``name``     the collection (release) name as posted, e.g. the text before ``[01/15]``
+``file``     the file name, usually the quoted part
+``i``, ``n`` the file counter: file i of n in the release
+``p``, ``t`` the part counter: yEnc part p of t of the file
+``request``  a request id such as ``[123456]``
+
+Rules are tried in order; the first whose group scope fully matches the group name and whose subject
+pattern matches wins. A rule set travels from the database to the workers as JSON, and every range
+records the version it was indexed with, so ranges can be indexed again when the rules change.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from usenet_indexer.indexing.naming import FileKind, clean_name, file_kind, looks_obfuscated, release_base
+
+GROUP_NAMES = frozenset({"name", "file", "i", "n", "p", "t", "request"})
+
+
+class RuleError(ValueError):
+    """A rule or rule set that cannot be used; the message says which rule and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One subject pattern, optionally limited to groups whose name fully matches ``group``."""
+
+    name: str
+    subject: str
+    group: str | None = None
+    # A text the subject must contain (compared in lower case) for the rule to be tried: a cheap test
+    # that spares the regex on subjects it cannot match.
+    requires: str | None = None
+    _subject_re: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    _group_re: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise RuleError("a rule needs a non-empty name")
+        if not isinstance(self.subject, str) or not self.subject:
+            raise RuleError(f"rule {self.name!r}: the subject pattern is empty")
+        subject_re = _compile(self.name, "subject", self.subject)
+        unknown = set(subject_re.groupindex) - GROUP_NAMES
+        if unknown:
+            raise RuleError(
+                f"rule {self.name!r}: subject pattern {self.subject!r} has unknown named groups "
+                f"{sorted(unknown)}; use only {sorted(GROUP_NAMES)}"
+            )
+        names = set(subject_re.groupindex)
+        if not names & {"name", "file"}:
+            raise RuleError(
+                f"rule {self.name!r}: subject pattern {self.subject!r} names neither (?P<name>...) "
+                "nor (?P<file>...): it would extract nothing"
+            )
+        for a, b in (("i", "n"), ("p", "t")):
+            if (a in names) != (b in names):
+                raise RuleError(
+                    f"rule {self.name!r}: subject pattern {self.subject!r} has (?P<{a}>...) or "
+                    f"(?P<{b}>...) without the other; a counter needs both"
+                )
+        if self.requires is not None and (not isinstance(self.requires, str) or not self.requires):
+            raise RuleError(f"rule {self.name!r}: requires is a non-empty text when given")
+        object.__setattr__(self, "_subject_re", subject_re)
+        group_re = None if self.group is None else _compile(self.name, "group", self.group)
+        object.__setattr__(self, "_group_re", group_re)
+
+    def applies_to(self, group: str) -> bool:
+        return self._group_re is None or self._group_re.fullmatch(group) is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "subject": self.subject}
+        if self.group is not None:
+            out["group"] = self.group
+        if self.requires is not None:
+            out["requires"] = self.requires
+        return out
+
+
+def _compile(rule: str, what: str, pattern: str) -> re.Pattern[str]:
+    if not isinstance(pattern, str):
+        raise RuleError(f"rule {rule!r}: the {what} pattern must be a string, not {type(pattern).__name__}")
+    try:
+        return re.compile(pattern)
+    except re.error as error:
+        raise RuleError(f"rule {rule!r}: {what} pattern {pattern!r} does not compile: {error}") from None
+
+
+class SubjectMatch(NamedTuple):
+    """What the rules read from one subject (a NamedTuple: made once per new file, it must be cheap)."""
+
+    rule: str
+    name: str  # the release's display name: the collection, cleaned
+    collection: str  # the release name as posted (before cleaning)
+    file_name: str
+    file_index: int  # 0: unknown
+    file_total: int  # 0: unknown
+    part: int
+    part_total: int
+    request_id: str | None
+    obfuscated: bool
+    kind: FileKind
+    # Where the part number starts in the subject, or -1: the indexer uses it to check that the
+    # subject's last "(" opens the part counter, which lets it cache the reading for every part.
+    part_at: int = -1
+
+
+_RULE_FIELDS = frozenset({"name", "subject", "group", "requires"})
+_REQUEST_PREFIX = re.compile(r"^\s*\[\s*(\d{3,})\s*\]")
+_TRAILER = " \t-–:|"
+
+
+def _trimmed(name: str) -> str:
+    """A name without the separators (and a stray "yEnc") between it and the counter that follows."""
+    name = name.rstrip(_TRAILER)
+    if name[-4:].lower() == "yenc":
+        name = name[:-4].rstrip(_TRAILER)
+    return name.strip()
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSet:
+    """A versioned, ordered list of rules."""
+
+    version: int
+    rules: tuple[Rule, ...]
+    _by_group: dict[str, tuple[Rule, ...]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        if isinstance(self.version, bool) or not isinstance(self.version, int) or self.version < 0:
+            raise RuleError(f"a rule set's version is a non-negative integer, not {self.version!r}")
+        object.__setattr__(self, "rules", tuple(self.rules))
+        seen: set[str] = set()
+        for rule in self.rules:
+            if not isinstance(rule, Rule):
+                raise RuleError(f"a rule set holds Rule objects, not {type(rule).__name__}")
+            if rule.name in seen:
+                raise RuleError(f"rule {rule.name!r} appears twice in rule set version {self.version}")
+            seen.add(rule.name)
+
+    def for_group(self, group: str) -> tuple[Rule, ...]:
+        rules = self._by_group.get(group)
+        if rules is None:
+            rules = tuple(rule for rule in self.rules if rule.applies_to(group))
+            if len(self._by_group) > 10_000:  # a worker sees few groups; never let this grow unbounded
+                self._by_group.clear()
+            self._by_group[group] = rules
+        return rules
+
+    def match(self, subject: str, group: str) -> SubjectMatch | None:
+        """What the first applicable rule reads from ``subject``, or None when no rule matches."""
+        lower = subject.lower()
+        for rule in self.for_group(group):
+            if rule.requires is not None and rule.requires.lower() not in lower:
+                continue
+            m = rule._subject_re.search(subject)
+            if m is not None:
+                found = _reading(rule.name, subject, m)
+                if found is not None:
+                    return found
+        return None
+
+    def to_json(self) -> str:
+        return json.dumps({"version": self.version, "rules": [rule.to_dict() for rule in self.rules]})
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> RuleSet:
+        try:
+            data = json.loads(text)
+        except (ValueError, UnicodeDecodeError) as error:
+            raise RuleError(f"a rule set is JSON; this is not: {error}") from None
+        if not isinstance(data, dict) or set(data) != {"version", "rules"}:
+            raise RuleError('a rule set is a JSON object with exactly "version" and "rules"')
+        rules = data["rules"]
+        if not isinstance(rules, list):
+            raise RuleError('a rule set\'s "rules" is a list')
+        built = []
+        for index, item in enumerate(rules):
+            if not isinstance(item, dict) or not {"name", "subject"} <= set(item) <= _RULE_FIELDS:
+                raise RuleError(
+                    f'rule #{index + 1} must be an object with "name", "subject" and optionally '
+                    '"group" and "requires"'
+                )
+            built.append(
+                Rule(item["name"], item["subject"], group=item.get("group"), requires=item.get("requires"))
+            )
+        return cls(version=data["version"], rules=tuple(built))
+
+
+def _counter(text: str | None) -> int | None:
+    # 18 digits always fit an int64; the indexer drops parts above their total as bad_part.
+    return None if text is None or len(text) > 18 else int(text)
+
+
+def _reading(rule: str, subject: str, m: re.Match[str]) -> SubjectMatch | None:
+    groups = m.groupdict()
+    raw_file = (groups.get("file") or "").strip().strip('"').strip()
+    raw_name = _trimmed(groups.get("name") or "")
+    if not raw_file and not raw_name:
+        return None
+    file_name = raw_file or raw_name
+    # The collection is what the poster named the whole posting; without one, the file's base name,
+    # which gives every member of a set (rar volumes, par2, nfo) the same collection.
+    collection = raw_name if raw_name and raw_file else release_base(file_name)
+    part = _counter(groups.get("p"))
+    part_total = _counter(groups.get("t"))
+    index = _counter(groups.get("i"))
+    total = _counter(groups.get("n"))
+    if "p" in groups and groups["p"] is not None and (part is None or part_total is None):
+        return None
+    if part is None or part_total is None:
+        part, part_total = 1, 1  # a post without a part counter is a single part
+    if index is None or total is None:
+        index, total = 0, 0
+    request = groups.get("request")
+    if request is None:
+        prefix = _REQUEST_PREFIX.match(subject)
+        request = prefix.group(1) if prefix else None
+    shown = clean_name(collection)
+    return SubjectMatch(
+        name=shown,
+        rule=rule,
+        collection=collection,
+        file_name=file_name,
+        file_index=index,
+        file_total=total,
+        part=part,
+        part_total=part_total,
+        request_id=request,
+        obfuscated=looks_obfuscated(shown),
+        kind=file_kind(file_name),
+        part_at=m.start("p") if "p" in groups and groups["p"] is not None else -1,
+    )
+
+
+# The part counter is the last "(p/t)" of a subject; a greedy ".*" before it finds the last one.
+_PART = r"(?:.*\((?P<p>\d+)/(?P<t>\d+)\))?"
+_DEFAULT_RULES = (
+    # [123456]-[FULL]-[#a.b.group]-[ Name ]-[01/20] - "file.rar" yEnc (1/50)
+    Rule(
+        "request_tagged",
+        r"^\[(?P<request>\d{3,})\](?:[-\s]*\[[^\]]*\])*?[-\s]*\[\s*(?P<name>[^\]]+?)\s*\][-\s]*"
+        r'\[(?P<i>\d+)/(?P<n>\d+)\][-\s]*"(?P<file>[^"]*)"' + _PART,
+    ),
+    # [01/15] - "file.ext" yEnc (1/50)
+    Rule(
+        "counter_file",
+        r'^\s*[\[(](?P<i>\d+)\s*/\s*(?P<n>\d+)[\])]\s*[-–:]?\s*"(?P<file>[^"]*)"' + _PART,
+    ),
+    # Name - File 01 of 15 - "file.ext" yEnc (1/50). The name is greedy up to the first quote and backs
+    # off to the counter, which sits just before it: a lazy name retried the rest at every character.
+    Rule(
+        "file_of",
+        r'(?i)^(?:(?P<name>[^"]*\S)\s*[-–:]?\s*)?\bFile\s+(?P<i>\d+)\s+of\s+(?P<n>\d+)\s*[-–:]?\s*'
+        r'"(?P<file>[^"]*)"' + _PART,
+        requires="file",
+    ),
+    # Name - [01/15] - "file.ext" yEnc (1/50), and Name (01/15) "file.ext" yEnc (1/50)
+    Rule(
+        "name_counter_file",
+        r'^(?P<name>[^"]*\S)\s*[-–:]?\s*[\[(](?P<i>\d+)\s*/\s*(?P<n>\d+)[\])]\s*[-–:]?\s*'
+        r'"(?P<file>[^"]*)"' + _PART,
+    ),
+    # "file.ext" yEnc (1/50), with or without text before the quote
+    Rule("quoted_file", r'^(?P<name>[^"]*?)"(?P<file>[^"]+)"' + _PART),
+    # Name [01/15] file.ext yEnc (1/50), unquoted file name after a file counter
+    Rule(
+        "name_counter_bare",
+        r'^(?P<name>.*?\S)\s*[-–:]?\s*[\[(](?P<i>\d+)/(?P<n>\d+)[\])]\s*[-–:]?\s*(?P<file>[^\s"]\S*)'
+        r"\s*(?:yEnc)?\s*\((?P<p>\d+)/(?P<t>\d+)\)\s*\S*$",
+    ),
+    # file.ext yEnc (1/50)
+    Rule("bare_part", r"^(?P<file>.*?\S)\s*(?:yEnc)?\s*\((?P<p>\d+)/(?P<t>\d+)\)\s*\S*$"),
+    # file.ext yEnc: a single-part binary
+    Rule("bare_yenc", r"(?i)^(?P<file>.*?\S)\s+yEnc\s*$"),
+)
+
+
+def default_rules() -> RuleSet:
+    """The built-in rule set (version 0): the subject formats posters actually send."""
+    return RuleSet(version=0, rules=_DEFAULT_RULES)
+
+
+def test(subject: str, group: str, rules: RuleSet | None = None) -> SubjectMatch | None:  # noqa: PT028
+    """What ``rules`` (default: the built-in set) read from ``subject`` posted in ``group``."""
+    return (rules or default_rules()).match(subject, group)
+
+
+test.__test__ = False  # type: ignore[attr-defined]  # not a pytest test, whatever its name
+
+
+__all__ = ["GROUP_NAMES", "Rule", "RuleError", "RuleSet", "SubjectMatch", "default_rules", "test"]

@@ -1,0 +1,129 @@
+"""Probing an obfuscated release: its PAR2 index (made by the real par2 tool) is posted to INN2 as a
+yEnc article; the probe fetches it, reads the real file names and renames the release."""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.support import inn2 as inn2_support
+from tests.support.store import query, services_for
+from usenet_indexer.catalog.batch_store import store_batch
+from usenet_indexer.catalog.probe import ProbeFailed, Prober, name_from_par2
+from usenet_indexer.indexing import RangeIndexer
+from usenet_indexer.indexing.rules import default_rules
+from usenet_indexer.nntp import yenc
+from usenet_indexer.nntp.pool import NNTPPool, ServerSettings
+
+GROUP = "alt.binaries.probe"
+HASH = "a3f9c2e1b7d84f0e9a1b2c3d4e5f6a7b"
+REAL = "Quiet.Harbor.2023.1080p.BluRay.x264-GRP"
+
+
+def par2_index(folder: Path) -> bytes:
+    """A real PAR2 index for a rar set called REAL (par2cmdline)."""
+    names = [f"{REAL}.part{i:02d}.rar" for i in range(1, 4)]
+    for i, name in enumerate(names):
+        (folder / name).write_bytes(bytes([i]) * 20_000)
+    subprocess.run(
+        ["par2", "create", "-q", "-r10", f"{REAL}.par2", *names], cwd=folder, check=True, capture_output=True
+    )
+    return (folder / f"{REAL}.par2").read_bytes()
+
+
+def overview(par2_message_id: str) -> bytes:
+    """An obfuscated post: the file names are a hash; the PAR2 index is the last file."""
+    lines = []
+    files = [(f"{HASH}.part{i:02d}.rar", 2) for i in range(1, 4)] + [(f"{HASH}.par2", 1)]
+    number = 1
+    for index, (name, parts) in enumerate(files, 1):
+        for part in range(1, parts + 1):
+            mid = par2_message_id if name.endswith(".par2") else f"<p{number}@probe.test>"
+            subject = f'[{index}/{len(files)}] - "{name}" yEnc ({part}/{parts})'
+            lines.append(
+                f"{number}\t{subject}\tposter@example.test\tMon, 30 Nov 2026 10:00:00 +0000\t{mid}\t\t"
+                f"50000\t400\tXref: test {GROUP}:{number}".encode()
+            )
+            number += 1
+    return b"".join(line + b"\r\n" for line in lines)
+
+
+def test_name_from_par2_reads_the_main_files(tmp_path: Path) -> None:
+    name, files = name_from_par2(par2_index(tmp_path))
+    assert name == REAL
+    assert f"{REAL}.part01.rar" in files
+    with pytest.raises(ProbeFailed, match="no PAR2"):
+        name_from_par2(b"not a par2 file at all")
+
+
+async def test_probe_renames_an_obfuscated_release_from_inn2(database_url: str, tmp_path: Path) -> None:
+    inn2_support.ensure_inn2()
+    group = inn2_support.new_group("alt.binaries.probe")
+    body = yenc.encode(par2_index(tmp_path), f"{HASH}.par2")
+    article = inn2_support.Article(
+        message_id=f"<par2-{uuid.uuid4().hex}@probe.test>",
+        subject=f'[4/4] - "{HASH}.par2" yEnc (1/1)',
+        poster="poster@example.test",
+        body=body,
+        date="Mon, 30 Nov 2026 10:00:00 +0000",
+    )
+    assert inn2_support.post_articles(group, [article]) == 1
+
+    services = services_for(database_url, tmp_path / "data")
+    try:
+        text = overview(article.message_id)
+        indexer = RangeIndexer(GROUP, 1, 7, 1, default_rules())
+        indexer.add_text(text, 8)
+        indexer.finish()
+        batch = indexer.take()
+        assert len(batch.candidates) == 1
+        with services.db.transaction() as tx:
+            store_batch(tx, 1, GROUP, batch)
+        before = query(services.db, "SELECT name, obfuscated, category FROM releases")
+        assert before[0]["obfuscated"]
+
+        server = ServerSettings(host=inn2_support.HOST, port=inn2_support.PLAIN_PORT, connections=2)
+        async with NNTPPool([server]) as pool:
+            results = await Prober(services.db, pool.body).run_once()
+        assert [(r.name, r.error) for r in results] == [(REAL, None)]
+        (release,) = query(services.db, "SELECT name, name_source, obfuscated, category FROM releases")
+        assert (release["name"], release["name_source"], release["obfuscated"]) == (REAL, "par2", False)
+        assert release["category"] == 2040  # Movies HD: the real name says 1080p
+        assert query(services.db, "SELECT status FROM probe_queue") == [{"status": "done"}]
+        # A fragment of the same release arriving later keeps the probed name.
+        with services.db.transaction() as tx:
+            store_batch(tx, 1, GROUP, batch)
+        assert query(services.db, "SELECT name FROM releases") == [{"name": REAL}]
+    finally:
+        services.close()
+
+
+async def test_a_missing_article_is_retried_then_failed_with_the_reason(
+    database_url: str, tmp_path: Path
+) -> None:
+    services = services_for(database_url, tmp_path)
+    try:
+        text = overview("<gone@probe.test>")
+        indexer = RangeIndexer(GROUP, 1, 7, 1, default_rules())
+        indexer.add_text(text, 8)
+        indexer.finish()
+        with services.db.transaction() as tx:
+            store_batch(tx, 1, GROUP, indexer.take())
+
+        async def missing(message_id: str) -> bytes:
+            raise LookupError(f"430 no such article {message_id}")
+
+        prober = Prober(services.db, missing)
+        for _ in range(3):
+            (result,) = await prober.run_once()
+            assert result.error is not None
+            assert "430" in result.error
+        assert await prober.run_once() == []
+        (row,) = query(services.db, "SELECT status, attempts, error FROM probe_queue")
+        assert (row["status"], row["attempts"]) == ("failed", 3)
+        assert "no such article" in row["error"]
+    finally:
+        services.close()

@@ -1,0 +1,57 @@
+"""The operator's commands, run as a user runs them (on SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from usenet_indexer.cli import app
+
+
+@pytest.fixture
+def run(database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("USENET_INDEXER_DATABASE_URL", database_url)
+    monkeypatch.setenv("USENET_INDEXER_DATA_DIR", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+
+    def invoke(*args: str, code: int = 0) -> str:
+        result = runner.invoke(app, list(args))
+        assert result.exit_code == code, result.output
+        return result.output
+
+    return invoke
+
+
+def test_nodes(run) -> None:  # type: ignore[no-untyped-def]
+    token = run("nodes", "add", "edge-1").splitlines()[0]
+    assert token.startswith("uin_")
+    assert "edge-1\tenabled\tlast seen never" in run("nodes", "list")
+    assert "exists already" in run("nodes", "add", "edge-1", code=1)
+    run("nodes", "disable", "edge-1")
+    assert "disabled" in run("nodes", "list")
+
+
+def test_groups(run) -> None:  # type: ignore[no-untyped-def]
+    run("groups", "add", "alt.binaries.cli", "--backfill-articles", "2500000")
+    assert "planned 4 ranges" in run("groups", "plan", "alt.binaries.cli", "--low", "1", "--high", "9000000")
+    assert "4 planned" in run("groups", "list")
+    assert "not a newsgroup name" in run("groups", "add", "../etc", code=1)
+
+
+def test_rules(run) -> None:  # type: ignore[no-untyped-def]
+    out = run("rules", "test", '[03/12] - "Quiet.Harbor.2023.1080p.part02.rar" yEnc (14/87)')
+    assert "part p/t:   14/87" in out
+    assert "does not compile" in run("rules", "add", "bad", "(?P<name>foo", code=1)
+    assert "version 2" in run(
+        "rules", "add", "mine", r"^MINE (?P<name>\S+) (?P<p>\d+)/(?P<t>\d+)$", "--first"
+    )
+    assert "rule:       mine (version 2)" in run("rules", "test", "MINE hello 3/9")
+    assert "version 3" in run("rules", "remove", "mine")
+    assert "no rule of version 3" in run("rules", "test", "MINE hello 3/9", code=1)
+
+
+def test_db_upgrade(run) -> None:  # type: ignore[no-untyped-def]
+    assert "database at revision" in run("db", "upgrade")

@@ -1,0 +1,43 @@
+"""Edge workers against a live coordinator: generated overview in the spool ends in the catalog."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from tests.support.generated import expected_catalog, posting, spool_posting, stored_catalog
+from tests.support.live import live_coordinator
+from tests.support.store import query, services_for
+from usenet_indexer.edge.client import NodeClient
+from usenet_indexer.edge.worker import EdgeWorker
+from usenet_indexer.leases.audit import audit
+
+GROUP = "alt.binaries.generated"
+
+
+def test_workers_index_spooled_ranges_into_the_catalog(database_url: str, tmp_path: Path) -> None:
+    services = services_for(database_url, tmp_path, range_articles=2_000, chunk_articles=500)
+    services.rules.ensure_default()
+    try:
+        generated = posting(GROUP, releases=40)
+        spool_posting(services, GROUP, generated)
+        tokens = [services.nodes.add(f"edge-{i}")[1] for i in range(3)]
+        with live_coordinator(services) as url:
+            workers = [
+                EdgeWorker(NodeClient(url, token), batch_articles=1_000, idle_seconds=0.1) for token in tokens
+            ]
+            threads = [threading.Thread(target=w.run, kwargs={"max_ranges": 100}) for w in workers]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(120)
+            for w in workers:
+                w.close()
+                w.client.close()
+        assert query(services.db, "SELECT DISTINCT status FROM ranges") == [{"status": "done"}]
+        assert services.spool.ranges() == []  # finished ranges leave nothing behind
+        assert stored_catalog(services.db) == expected_catalog(GROUP, generated)
+        report = audit(services.db, ttl=services.settings.lease_ttl_seconds, max_per_group=2)
+        assert report.problems == []
+    finally:
+        services.close()
