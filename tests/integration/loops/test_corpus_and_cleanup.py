@@ -14,6 +14,7 @@ from tests.support.store import TTL, backdate, query
 from usenet_indexer.articles import chunk_spans
 from usenet_indexer.coordinator.cleanup import SpoolCleanup
 from usenet_indexer.coordinator.corpus_fill import CorpusFill, reindex
+from usenet_indexer.coordinator.node_api import read_chunk
 from usenet_indexer.coordinator.planning import STORED_PRIORITY
 from usenet_indexer.coordinator.prefetcher import Prefetcher
 from usenet_indexer.coordinator.server import background_loops
@@ -30,8 +31,6 @@ def index_range(services: Services, node: int) -> int:
     assert lease is not None
     row = ranges_of(services, lease.group)[0]
     corpus = CorpusRange(lease.group, lease.start, lease.end) if row["capture"] else None
-    from usenet_indexer.coordinator.node_api import read_chunk
-
     for span in chunk_spans(lease.start, lease.end, 100, lease.next):
         data = read_chunk(services, lease.range_id, span, corpus)
         assert data is not None, f"chunk {span.first} not stored"
