@@ -13,6 +13,10 @@ fetch the same group split into the same chunks (OVER first-last):
   ``--store postgresql``). Its clock runs from its first round to its last; the store is reset between
   passes with the clock stopped.
 
+Each reader's CPU (this process, all threads, while its clock runs) is printed as µs per overview line:
+INN2 shares this machine's cores, so a reader's CPU is taken from the server, and that figure holds
+where the throughput ratios swing with the load of whoever else uses the machine.
+
 Prints a table, then one JSON line whose ``ratio_vs_bare_{1,4,8}`` are the prefetcher's (the worse of
 plain and compressed), the figure issue 5 asks for (>= 0.9); ``client_ratio_vs_bare_*`` the client's.
 
@@ -48,6 +52,9 @@ from usenet_indexer.nntp.pool import NNTPPool, ServerSettings
 from usenet_indexer.settings import Settings
 
 GROUP = "alt.binaries.bench.fetch"
+# CPU seconds (this process, every thread) the last run_* spent while its clock ran: INN2 shares the
+# machine, so what a reader costs in CPU is taken from the server; µs per line is the robust figure.
+LAST_CPU = [0.0]
 
 
 def ensure_articles(wanted: int) -> int:
@@ -149,12 +156,13 @@ def run_bare(connections: int, chunks: list[tuple[int, int]], compressed: bool) 
             counts[index] += readers[index].over(first, last)
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(connections)]
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     elapsed = time.perf_counter() - started
+    LAST_CPU[0] = time.process_time() - cpu
     for reader in readers:
         reader.close()
     return elapsed, sum(counts)
@@ -184,9 +192,10 @@ async def run_ours(connections: int, chunks: list[tuple[int, int]], compressed: 
                 chunk = await pool.over_chunk(GROUP, first, last)
                 total += chunk.lines
 
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         await asyncio.gather(*(work() for _ in range(connections)))
         elapsed = time.perf_counter() - started
+        LAST_CPU[0] = time.process_time() - cpu
     return elapsed, total
 
 
@@ -227,18 +236,20 @@ def run_prefetcher(
                 await asyncio.gather(*(pool.over_chunk(GROUP, 1, 1) for _ in range(connections * 2)))
 
             news.run(warm)
-            elapsed = 0.0
+            elapsed = used = 0.0
             lines = 0
             for _ in range(passes):
                 # The clock stops when the pass's last chunk is stored: the round that then finds
                 # nothing left is the next pass's business in a running coordinator.
-                started = time.perf_counter()
+                started, cpu = time.perf_counter(), time.process_time()
                 got = 0
                 while got < per_pass and (report := news.run(prefetcher.round)).fetched:
                     got += report.lines
                 elapsed += time.perf_counter() - started
+                used += time.process_time() - cpu
                 lines += got
                 reset(services)
+            LAST_CPU[0] = used
             return elapsed, lines
         finally:
             prefetcher.close()
@@ -291,32 +302,39 @@ def main() -> None:
     results: dict[str, float] = {}
     chunk = chunks[0][1]
     header = f"{'mode':<11}{'conns':>6}{'bare art/s':>14}{'client art/s':>14}{'ratio':>8}"
-    print(f"{header}{'prefetch art/s':>16}{'ratio':>8}")
+    print(f"{header}{'prefetch art/s':>16}{'ratio':>8}   CPU µs/line bare/client/prefetch")
     for compressed in (False, True):
         mode = "compressed" if compressed else "plain"
         for connections in (1, 4, 8):
             bare_best = ours_best = prefetch_best = 0.0
+            cpu_per_line = {"bare": 1e9, "client": 1e9, "prefetch": 1e9}
             for _ in range(rounds):
                 elapsed, count = run_bare(connections, chunks, compressed)
                 if count != expected:
                     raise SystemExit(f"bare reader got {count} overview lines, expected {expected}")
                 bare_best = max(bare_best, count / elapsed)
+                cpu_per_line["bare"] = min(cpu_per_line["bare"], LAST_CPU[0] / count * 1e6)
                 elapsed, count = asyncio.run(run_ours(connections, chunks, compressed))
                 if count != expected:
                     raise SystemExit(f"our client got {count} overview lines, expected {expected}")
                 ours_best = max(ours_best, count / elapsed)
+                cpu_per_line["client"] = min(cpu_per_line["client"], LAST_CPU[0] / count * 1e6)
                 elapsed, count = run_prefetcher(
                     connections, last, chunk, passes, expected // passes, compressed, args.store
                 )
                 if count != expected:
                     raise SystemExit(f"the prefetcher stored {count} overview lines, expected {expected}")
                 prefetch_best = max(prefetch_best, count / elapsed)
+                cpu_per_line["prefetch"] = min(cpu_per_line["prefetch"], LAST_CPU[0] / count * 1e6)
             ratio = ours_best / bare_best
             prefetch_ratio = prefetch_best / bare_best
+            cpu = "/".join(f"{cpu_per_line[k]:.2f}" for k in ("bare", "client", "prefetch"))
             print(
                 f"{mode:<11}{connections:>6}{bare_best:>14,.0f}{ours_best:>14,.0f}{ratio:>8.2f}"
-                f"{prefetch_best:>16,.0f}{prefetch_ratio:>8.2f}"
+                f"{prefetch_best:>16,.0f}{prefetch_ratio:>8.2f}   {cpu}"
             )
+            for reader, value in cpu_per_line.items():
+                results[f"{mode}_cpu_us_per_line_{reader}_{connections}"] = round(value, 3)
             results[f"{mode}_bare_{connections}"] = round(bare_best)
             results[f"{mode}_ours_{connections}"] = round(ours_best)
             results[f"{mode}_prefetch_{connections}"] = round(prefetch_best)
