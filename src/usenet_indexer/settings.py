@@ -88,6 +88,7 @@ class Settings(BaseSettings):
     prefetch_round_seconds: float = Field(default=5.0, gt=0)
     prefetch_idle_seconds: float = Field(default=1.0, gt=0, description="Between rounds with nothing to do")
     corpus_fill_period_seconds: float = Field(default=30.0, gt=0)
+    probe_period_seconds: float = Field(default=30.0, gt=0, description="Obfuscated releases' PAR2 probes")
     cleanup_period_seconds: float = Field(default=60.0, gt=0)
 
     @model_validator(mode="after")

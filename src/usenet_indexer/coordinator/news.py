@@ -128,6 +128,12 @@ class NewsService:
             future.cancel()
             raise
 
+    async def body(self, message_id: str) -> bytes:
+        """BODY through the shared pool (fill servers asked when the primary lacks it), awaitable from
+        another thread's event loop: the probe loop runs the catalog's Prober on its own loop, so its
+        store calls never stall the connections' loop."""
+        return await asyncio.wrap_future(self.submit(lambda pool: pool.body(message_id)))
+
     @property
     def pool(self) -> NNTPPool:
         """The pool, for code already running on the service's loop."""

@@ -211,6 +211,7 @@ async def test_serve_runs_the_news_loops(services: Services) -> None:
             "planner",
             "prefetcher",
             "corpus-fill",
+            "probe",
         }
         runner.start()
         try:

@@ -172,3 +172,43 @@ def test_serve_with_a_news_server_runs_the_loops(inn2: None, tmp_path: Path) -> 
     chunk = next((data / "blobs" / "spool").rglob("0*"))
     lines = [line for line in inflate_chunk(chunk.read_bytes()).split(b"\r\n") if line]
     assert sorted(message_id(line) for line in lines) == sorted(a.message_id for a in articles)
+
+
+def test_the_probe_loop_renames_an_obfuscated_release_through_the_shared_pool(
+    inn2: None, database_url: str, tmp_path: Path
+) -> None:
+    """serve's probe loop: the catalog's Prober on its own event loop, BODY through the news service."""
+    import uuid
+
+    from tests.integration.catalog.test_probe import GROUP, HASH, REAL, overview, par2_index
+    from tests.support.store import query, services_for
+    from usenet_indexer.catalog.batch_store import store_batch
+    from usenet_indexer.coordinator.server import probe_work
+    from usenet_indexer.indexing import RangeIndexer
+    from usenet_indexer.indexing.rules import default_rules
+    from usenet_indexer.nntp import yenc
+
+    group = support.new_group("alt.binaries.probe")
+    article = support.Article(
+        message_id=f"<par2-{uuid.uuid4().hex}@loops.test>",
+        subject=f'[4/4] - "{HASH}.par2" yEnc (1/1)',
+        poster="poster@example.test",
+        body=yenc.encode(par2_index(tmp_path), f"{HASH}.par2"),
+        date="Mon, 30 Nov 2026 10:00:00 +0000",
+    )
+    assert support.post_articles(group, [article]) == 1
+    services = services_for(database_url, tmp_path / "data")
+    news = news_service(support.HOST, support.PLAIN_PORT, timeout=30.0)
+    try:
+        indexer = RangeIndexer(GROUP, 1, 7, 1, default_rules())
+        indexer.add_text(overview(article.message_id), 8)
+        indexer.finish()
+        with services.db.transaction() as tx:
+            store_batch(tx, 1, GROUP, indexer.take())
+        assert probe_work(services, news)() is False  # one candidate: not a full batch
+        assert query(services.db, "SELECT name, name_source FROM releases") == [
+            {"name": REAL, "name_source": "par2"}
+        ]
+    finally:
+        news.close()
+        services.close()
