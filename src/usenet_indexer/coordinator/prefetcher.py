@@ -62,6 +62,8 @@ T = TypeVar("T")
 
 LEASED_AHEAD_OVER_CAP = 4  # chunks from a leased range's resume point fetched even past the spool cap
 DISK_FULL_PAUSE_SECONDS = 30.0
+MAX_STORE_THREADS = 16
+SPOOL_SIZE_SECONDS = 5.0
 # Chunk fetches failing in a row (after the pool's retries): the server is in trouble, end the round.
 FAILURES_TO_END_ROUND = 8
 # A fetch is abandoned this long after its round's deadline: with the default 5 s rounds a round ends
@@ -131,8 +133,13 @@ class Prefetcher:
         self.max_ranges = max_ranges
         self.max_jobs = max_jobs
         self.paused_until = 0.0
-        self._executor = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="prefetch-store")
+        # Packing is CPU (libdeflate, GIL released) and writing waits on fsync: more threads than this
+        # only queue, and each holds a database connection while it records its chunk.
+        self._executor = ThreadPoolExecutor(
+            max_workers=min(self.workers, MAX_STORE_THREADS), thread_name_prefix="prefetch-store"
+        )
         self._was_capped = False
+        self._spool_size = (0, -1e9)  # bytes, when measured (monotonic)
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)
@@ -247,6 +254,7 @@ class Prefetcher:
                 report.plain += fetched.plain
                 if not job.target.capture:
                     state.spool_bytes += size
+                    self._stored(size)
             finally:
                 self.news.release(job.key)
 
@@ -342,7 +350,19 @@ class Prefetcher:
             for job in [jobs[rank]]
         ]
         ordered.extend(planned)
-        return ordered[: self.max_jobs], services.spool.size()
+        return ordered[: self.max_jobs], self.spool_size()
+
+    def spool_size(self) -> int:
+        """The spool's size, walked at most every SPOOL_SIZE_SECONDS (a full 20 GB spool is ~20,000
+        files to stat); in between, the last walk plus what this prefetcher stored since, which only
+        errs high: removals by finishing workers are seen at the next walk."""
+        if time.monotonic() - self._spool_size[1] >= SPOOL_SIZE_SECONDS:
+            self._spool_size = (self.services.spool.size(), time.monotonic())
+        return self._spool_size[0]
+
+    def _stored(self, size: int) -> None:
+        walked, measured = self._spool_size
+        self._spool_size = (walked + size, measured)
 
     def stored(self, job: Job) -> bool:
         if job.target.capture:
