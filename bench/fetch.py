@@ -1,11 +1,26 @@
-"""Overview fetch speed from INN2: our pool/client against a bare-socket reader, same commands, same run.
+"""Overview fetch speed from INN2: our pool/client and the prefetcher against a bare-socket reader,
+same commands, same run.
 
-For 1, 4 and 8 connections, plain and compressed (COMPRESS DEFLATE, what INN2 offers), both readers
-fetch the same group split into the same chunks (OVER first-last), the bare reader with one
-blocking socket per connection in threads and no parsing beyond finding each reply's end (the
-server's own limit), ours through NNTPPool.over_chunk. Prints a table, then one JSON line.
+For 1, 4 and 8 connections, plain and compressed (COMPRESS DEFLATE, what INN2 offers), all readers
+fetch the same group split into the same chunks (OVER first-last):
 
-    uv run python bench/fetch.py [--quick] [--articles N] [--chunk N] [--rounds N]
+- **bare**: one blocking socket per connection in threads and no parsing beyond finding each reply's
+  end (the server's own limit);
+- **client**: ours through NNTPPool.over_chunk, nothing stored;
+- **prefetcher**: the coordinator's prefetcher (coordinator/prefetcher.py) on ranges planned over the
+  same articles: fetch, pack (a plain reply deflated at ``spool_deflate_level``), write each chunk
+  atomically into a spool on disk (fsync'd), record it in the store (SQLite, or PostgreSQL with
+  ``--store postgresql``). Its clock runs from its first round to its last; the store is reset between
+  passes with the clock stopped.
+
+Each reader's CPU (this process, all threads, while its clock runs) is printed as µs per overview line:
+INN2 shares this machine's cores, so a reader's CPU is taken from the server, and that figure holds
+where the throughput ratios swing with the load of whoever else uses the machine.
+
+Prints a table, then one JSON line whose ``ratio_vs_bare_{1,4,8}`` are the prefetcher's (the worse of
+plain and compressed), the figure issue 5 asks for (>= 0.9); ``client_ratio_vs_bare_*`` the client's.
+
+    uv run python bench/fetch.py [--quick] [--articles N] [--chunk N] [--rounds N] [--store sqlite]
 
 Needs INN2 (scripts/inn2-setup.sh, run here as needed: root). It posts its own articles to a
 dedicated group when that group holds fewer than asked for.
@@ -18,18 +33,28 @@ import asyncio
 import json
 import socket
 import sys
+import tempfile
 import threading
 import time
 import zlib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from tests.support import inn2
 
+from _common import postgres_database, sqlite_database
+from usenet_indexer.coordinator.news import NewsService
+from usenet_indexer.coordinator.prefetcher import Prefetcher
+from usenet_indexer.coordinator.services import Services, open_services
 from usenet_indexer.nntp.pool import NNTPPool, ServerSettings
+from usenet_indexer.settings import Settings
 
 GROUP = "alt.binaries.bench.fetch"
+# CPU seconds (this process, every thread) the last run_* spent while its clock ran: INN2 shares the
+# machine, so what a reader costs in CPU is taken from the server; µs per line is the robust figure.
+LAST_CPU = [0.0]
 
 
 def ensure_articles(wanted: int) -> int:
@@ -131,12 +156,13 @@ def run_bare(connections: int, chunks: list[tuple[int, int]], compressed: bool) 
             counts[index] += readers[index].over(first, last)
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(connections)]
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     elapsed = time.perf_counter() - started
+    LAST_CPU[0] = time.process_time() - cpu
     for reader in readers:
         reader.close()
     return elapsed, sum(counts)
@@ -166,10 +192,78 @@ async def run_ours(connections: int, chunks: list[tuple[int, int]], compressed: 
                 chunk = await pool.over_chunk(GROUP, first, last)
                 total += chunk.lines
 
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         await asyncio.gather(*(work() for _ in range(connections)))
         elapsed = time.perf_counter() - started
+        LAST_CPU[0] = time.process_time() - cpu
     return elapsed, total
+
+
+# -- the prefetcher -------------------------------------------------------------------------------
+
+
+def run_prefetcher(
+    connections: int, last: int, chunk: int, passes: int, per_pass: int, compressed: bool, store: str
+) -> tuple[float, int]:
+    """Prefetch articles 1..last ``passes`` times into a fresh spool (``per_pass`` overview lines each);
+    (seconds, overview lines)."""
+    database = postgres_database() if store == "postgresql" else sqlite_database()
+    with database as url, tempfile.TemporaryDirectory(prefix="uibench-spool") as folder:
+        settings = Settings(
+            database_url=url,
+            data_dir=Path(folder),
+            chunk_articles=chunk,
+            range_articles=chunk * 50,
+            spool_cap_bytes=1 << 40,
+            prefetch_round_seconds=3600.0,
+        )
+        services = open_services(settings, migrate=False)
+        server = ServerSettings(
+            host=inn2.HOST,
+            port=inn2.PLAIN_PORT,
+            connections=connections,
+            compression="auto" if compressed else "none",
+            timeout=60,
+        )
+        news = NewsService([server])
+        prefetcher = Prefetcher(services, news)
+        try:
+            services.groups.add(GROUP)
+            services.groups.plan(GROUP, 1, last)
+
+            async def warm(pool: NNTPPool) -> None:
+                # Open the connections first, as the bare reader does before its clock starts.
+                await asyncio.gather(*(pool.over_chunk(GROUP, 1, 1) for _ in range(connections * 2)))
+
+            news.run(warm)
+            elapsed = used = 0.0
+            lines = 0
+            for _ in range(passes):
+                # The clock stops when the pass's last chunk is stored: the round that then finds
+                # nothing left is the next pass's business in a running coordinator.
+                started, cpu = time.perf_counter(), time.process_time()
+                got = 0
+                while got < per_pass and (report := news.run(prefetcher.round)).fetched:
+                    got += report.lines
+                elapsed += time.perf_counter() - started
+                used += time.process_time() - cpu
+                lines += got
+                reset(services)
+            LAST_CPU[0] = used
+            return elapsed, lines
+        finally:
+            prefetcher.close()
+            news.close()
+            services.close()
+
+
+def reset(services: Services) -> None:
+    """Every range back to nothing fetched (between passes, the clock stopped)."""
+    with services.db.transaction() as tx:
+        tx.sql("UPDATE ranges SET spooled_chunks = 0")
+        tx.sql("DELETE FROM fetched_chunks")
+    for range_id in services.spool.ranges():
+        services.spool.remove(range_id)
 
 
 def main() -> None:
@@ -182,6 +276,9 @@ def main() -> None:
     )
     parser.add_argument("--chunk", type=int, default=20_000, help="articles per OVER command")
     parser.add_argument("--rounds", type=int, default=None, help="best of N rounds per figure")
+    parser.add_argument(
+        "--store", choices=("sqlite", "postgresql"), default="sqlite", help="the prefetcher's store"
+    )
     parser.add_argument(
         "--passes",
         type=int,
@@ -203,29 +300,60 @@ def main() -> None:
         file=sys.stderr,
     )
     results: dict[str, float] = {}
-    print(f"{'mode':<11}{'conns':>6}{'bare art/s':>14}{'ours art/s':>14}{'ratio':>8}")
+    chunk = chunks[0][1]
+    header = f"{'mode':<11}{'conns':>6}{'bare art/s':>14}{'client art/s':>14}{'ratio':>8}"
+    print(f"{header}{'prefetch art/s':>16}{'ratio':>8}   CPU µs/line bare/client/prefetch")
     for compressed in (False, True):
         mode = "compressed" if compressed else "plain"
         for connections in (1, 4, 8):
-            bare_best = ours_best = 0.0
+            bare_best = ours_best = prefetch_best = 0.0
+            cpu_per_line = {"bare": 1e9, "client": 1e9, "prefetch": 1e9}
             for _ in range(rounds):
                 elapsed, count = run_bare(connections, chunks, compressed)
                 if count != expected:
                     raise SystemExit(f"bare reader got {count} overview lines, expected {expected}")
                 bare_best = max(bare_best, count / elapsed)
+                cpu_per_line["bare"] = min(cpu_per_line["bare"], LAST_CPU[0] / count * 1e6)
                 elapsed, count = asyncio.run(run_ours(connections, chunks, compressed))
                 if count != expected:
                     raise SystemExit(f"our client got {count} overview lines, expected {expected}")
                 ours_best = max(ours_best, count / elapsed)
+                cpu_per_line["client"] = min(cpu_per_line["client"], LAST_CPU[0] / count * 1e6)
+                elapsed, count = run_prefetcher(
+                    connections, last, chunk, passes, expected // passes, compressed, args.store
+                )
+                if count != expected:
+                    raise SystemExit(f"the prefetcher stored {count} overview lines, expected {expected}")
+                prefetch_best = max(prefetch_best, count / elapsed)
+                cpu_per_line["prefetch"] = min(cpu_per_line["prefetch"], LAST_CPU[0] / count * 1e6)
             ratio = ours_best / bare_best
-            print(f"{mode:<11}{connections:>6}{bare_best:>14,.0f}{ours_best:>14,.0f}{ratio:>8.2f}")
+            prefetch_ratio = prefetch_best / bare_best
+            cpu = "/".join(f"{cpu_per_line[k]:.2f}" for k in ("bare", "client", "prefetch"))
+            print(
+                f"{mode:<11}{connections:>6}{bare_best:>14,.0f}{ours_best:>14,.0f}{ratio:>8.2f}"
+                f"{prefetch_best:>16,.0f}{prefetch_ratio:>8.2f}   {cpu}"
+            )
+            for reader, value in cpu_per_line.items():
+                results[f"{mode}_cpu_us_per_line_{reader}_{connections}"] = round(value, 3)
             results[f"{mode}_bare_{connections}"] = round(bare_best)
             results[f"{mode}_ours_{connections}"] = round(ours_best)
+            results[f"{mode}_prefetch_{connections}"] = round(prefetch_best)
             results[f"ratio_{mode}_{connections}"] = round(ratio, 3)
-    summary: dict[str, object] = {"articles": last, "passes": passes, "chunk": chunks[0][1], "rounds": rounds}
+            results[f"prefetch_ratio_{mode}_{connections}"] = round(prefetch_ratio, 3)
+    summary: dict[str, object] = {
+        "articles": last,
+        "passes": passes,
+        "chunk": chunk,
+        "rounds": rounds,
+        "store": args.store,
+    }
     for connections in (1, 4, 8):
-        # The headline ratio is the worse of plain and compressed.
+        # The headline ratios are the prefetcher's, the worse of plain and compressed.
         summary[f"ratio_vs_bare_{connections}"] = min(
+            results[f"prefetch_ratio_plain_{connections}"],
+            results[f"prefetch_ratio_compressed_{connections}"],
+        )
+        summary[f"client_ratio_vs_bare_{connections}"] = min(
             results[f"ratio_plain_{connections}"], results[f"ratio_compressed_{connections}"]
         )
     summary.update(results)

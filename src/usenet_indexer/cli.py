@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -48,6 +49,9 @@ def main_options(
     )
     configure_logging(settings.log_level, settings.log_format)
     ctx.obj = settings
+
+
+DATE_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"]
 
 
 def settings_of(ctx: typer.Context) -> Settings:
@@ -141,16 +145,50 @@ def groups_add(
     backfill_articles: Annotated[
         int | None, typer.Option(help="Index only the newest N articles of history (default: all)")
     ] = None,
+    backfill_days: Annotated[
+        float | None, typer.Option(help="Index only articles posted in the last N days (found by date)")
+    ] = None,
+    backfill_since: Annotated[
+        datetime | None,
+        typer.Option(help="Index only articles posted since this date (UTC)", formats=DATE_FORMATS),
+    ] = None,
     capture: Annotated[bool, typer.Option(help="Keep the group's overview in the corpus")] = False,
 ) -> None:
     """Add a newsgroup to index."""
     from usenet_indexer.coordinator.groups import GroupError
+    from usenet_indexer.coordinator.planner import check_backfill, set_backfill
 
+    services = services_of(ctx)
     try:
-        services_of(ctx).groups.add(name, backfill_articles=backfill_articles, capture=capture)
+        check_backfill(backfill_articles, backfill_days, backfill_since)
+        services.groups.add(name, backfill_articles=backfill_articles, capture=capture)
+        if backfill_days is not None or backfill_since is not None:
+            set_backfill(services.db, name, days=backfill_days, since=backfill_since)
     except GroupError as error:
         fail(str(error))
     typer.echo(f"group {name} added")
+
+
+@groups_app.command("backfill")
+def groups_backfill(
+    ctx: typer.Context,
+    name: str,
+    articles: Annotated[int | None, typer.Option(help="The newest N articles")] = None,
+    days: Annotated[float | None, typer.Option(help="Articles posted in the last N days")] = None,
+    since: Annotated[
+        datetime | None, typer.Option(help="Articles posted since this date (UTC)", formats=DATE_FORMATS)
+    ] = None,
+) -> None:
+    """Change how far back a group's history goes (none of the options: all of it). Ranges already
+    planned stay; a target further back plans more history at the next planning."""
+    from usenet_indexer.coordinator.groups import GroupError
+    from usenet_indexer.coordinator.planner import set_backfill
+
+    try:
+        set_backfill(services_of(ctx).db, name, articles=articles, days=days, since=since)
+    except GroupError as error:
+        fail(str(error))
+    typer.echo(f"group {name}: backfill target set; the planner applies it at its next pass")
 
 
 @groups_app.command("list")
@@ -196,6 +234,24 @@ def groups_enable(ctx: typer.Context, name: str) -> None:
     """Lease the group's ranges again."""
     services_of(ctx).groups.set_enabled(name, True)
     typer.echo(f"group {name} enabled")
+
+
+@app.command()
+def reindex(ctx: typer.Context, group: str) -> None:
+    """Index a group's ranges kept in the corpus again (with the current rules), without the news server."""
+    from usenet_indexer.coordinator.corpus_fill import reindex as reindex_group
+    from usenet_indexer.coordinator.groups import GroupError
+
+    try:
+        count = reindex_group(services_of(ctx), group)
+    except GroupError as error:
+        fail(str(error))
+    if count == 0:
+        fail(
+            f"{group}: no ranges stored in the corpus (only groups added with --capture keep their overview, "
+            "and a range is stored once all its chunks are in the corpus)"
+        )
+    typer.echo(f"{group}: {count} stored ranges planned again; workers index them from the corpus")
 
 
 # -- rules ------------------------------------------------------------------------------------------
@@ -370,8 +426,26 @@ def serve(
     port: Annotated[
         int | None, typer.Option(help="Port to listen on (default 8710; 0 picks a free one)")
     ] = None,
+    nntp_host: Annotated[
+        str | None, typer.Option(help="The news server; with it the planner and prefetcher run")
+    ] = None,
+    nntp_port: Annotated[
+        int | None, typer.Option(help="Its port (default 563 with --nntp-ssl, else 119)")
+    ] = None,
+    nntp_ssl: Annotated[
+        bool | None, typer.Option("--nntp-ssl/--no-nntp-ssl", help="NNTPS, certificates verified")
+    ] = None,
+    nntp_user: Annotated[str | None, typer.Option(help="AUTHINFO user")] = None,
+    nntp_password: Annotated[
+        str | None,
+        typer.Option(help="AUTHINFO password (visible to `ps`: prefer USENET_INDEXER_NNTP_PASSWORD)"),
+    ] = None,
+    nntp_connections: Annotated[
+        int | None, typer.Option(help="Connections the account allows (default 8)")
+    ] = None,
 ) -> None:
-    """Run the coordinator: its HTTP API and its background loops."""
+    """Run the coordinator: its HTTP API and its background loops (with a news server: the planner,
+    prefetcher and corpus fill too)."""
     from usenet_indexer.coordinator.server import run_server
 
     settings = settings_of(ctx)
@@ -379,6 +453,22 @@ def serve(
         settings.host = host
     if port is not None:
         settings.port = port
+    news = {
+        "nntp_host": nntp_host,
+        "nntp_port": nntp_port,
+        "nntp_ssl": nntp_ssl,
+        "nntp_user": nntp_user,
+        "nntp_password": nntp_password,
+        "nntp_connections": nntp_connections,
+    }
+    given = {key: value for key, value in news.items() if value is not None}
+    if given:
+        try:
+            # Validated as a whole (user without password, a port out of range) like every setting.
+            settings = Settings.model_validate({**settings.model_dump(), **given})
+        except ValueError as error:
+            fail(f"news server settings: {error}")
+        ctx.find_root().obj = settings
     run_server(services_of(ctx))
 
 

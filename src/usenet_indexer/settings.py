@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+if TYPE_CHECKING:
+    from usenet_indexer.nntp.pool import ServerSettings
 
 DEFAULT_CONFIG_FILE = Path("usenet-indexer.toml")
 
@@ -71,6 +74,35 @@ class Settings(BaseSettings):
     admin_password: str = Field(default="", repr=False)
     web_session_hours: float = Field(default=12.0, gt=0)
 
+    # -- News servers and the loops that read them (issue 5) ---------------------------------------
+    # The primary server: `serve` runs the planner, prefetcher and corpus fill when nntp_host is set.
+    # Fill servers (asked for article bodies the primary lacks) only in TOML, as [[nntp_fill_servers]]
+    # tables with the keys of nntp.pool.ServerSettings (host, port, ssl, user, password, connections…).
+    nntp_host: str | None = Field(default=None, description="The news server (none: no news loops)")
+    nntp_port: int = Field(default=0, ge=0, le=65535, description="0: 563 with nntp_ssl, else 119")
+    nntp_ssl: bool = Field(default=False, description="NNTPS (implicit TLS), certificates verified")
+    nntp_starttls: bool = False
+    nntp_user: str | None = None
+    nntp_password: SecretStr | None = None
+    nntp_connections: int = Field(default=8, ge=1, le=500, description="The account's connection limit")
+    nntp_ca_file: str | None = Field(default=None, description="CA file for a private TLS certificate")
+    nntp_timeout: float = Field(default=30.0, gt=0)
+    nntp_compression: Literal["auto", "deflate", "gzip", "gzip-terminator", "xzver", "none"] = "auto"
+    nntp_fill_servers: list[dict[str, Any]] = Field(default_factory=list)
+
+    # Planner: GROUP every so often; a date backfill target is found by binary search over dates.
+    planner_period_seconds: float = Field(default=60.0, gt=0)
+    # Prefetcher: the spool's cap (back-pressure past it), how hard plain replies are deflated here
+    # (1: ~400 MB/s, a little bigger than 6 at ~170 MB/s; the spool is transient), how long a round
+    # runs before the loop renews its ownership lease.
+    spool_cap_bytes: int = Field(default=20 << 30, ge=0)
+    spool_deflate_level: int = Field(default=1, ge=0, le=9)
+    prefetch_round_seconds: float = Field(default=5.0, gt=0)
+    prefetch_idle_seconds: float = Field(default=1.0, gt=0, description="Between rounds with nothing to do")
+    corpus_fill_period_seconds: float = Field(default=30.0, gt=0)
+    probe_period_seconds: float = Field(default=30.0, gt=0, description="Obfuscated releases' PAR2 probes")
+    cleanup_period_seconds: float = Field(default=60.0, gt=0)
+
     @model_validator(mode="after")
     def _default_database(self) -> Settings:
         if not self.database_url:
@@ -87,7 +119,36 @@ class Settings(BaseSettings):
                 f"range_articles ({self.range_articles}) must be a multiple of "
                 f"chunk_articles ({self.chunk_articles})"
             )
+        if self.nntp_host is not None and (self.nntp_user is None) != (self.nntp_password is None):
+            raise ValueError("set both nntp_user and nntp_password, or neither")
         return self
+
+    def news_servers(self) -> list[ServerSettings]:
+        """The news servers as ``nntp.pool.ServerSettings``, primary first (empty: none configured)."""
+        from usenet_indexer.nntp.pool import ServerSettings
+
+        if not self.nntp_host:
+            return []
+        primary = ServerSettings(
+            host=self.nntp_host,
+            port=self.nntp_port,
+            ssl=self.nntp_ssl,
+            starttls=self.nntp_starttls,
+            user=self.nntp_user,
+            password=self.nntp_password,
+            connections=self.nntp_connections,
+            ca_file=self.nntp_ca_file,
+            timeout=self.nntp_timeout,
+            compression=self.nntp_compression,
+        )
+        fills = [
+            ServerSettings(**{"priority": index + 1, **fill})
+            for index, fill in enumerate(self.nntp_fill_servers)
+        ]
+        for fill in fills:
+            if fill.priority < 1:
+                raise ValueError(f"fill server {fill.name}: priority must be >= 1 (0 is the primary)")
+        return [primary, *fills]
 
     @classmethod
     def settings_customise_sources(

@@ -88,15 +88,18 @@ class Groups:
             )
         return out
 
-    def plan(self, name: str, low: int, high: int) -> list[PlannedRange]:
-        """Record the group's watermarks and plan the ranges they call for (the planning primitive)."""
+    def plan(self, name: str, low: int, high: int, *, backfill_to: int | None = None) -> list[PlannedRange]:
+        """Record the group's watermarks and plan the ranges they call for (the planning primitive).
+        ``backfill_to``: the lowest article for history (the planner's date target), if any."""
         with self.db.transaction() as tx:
             group = tx.one("group_by_name", {"name": name})
             if group is None:
                 raise GroupError(f"no group {name}: add it with `usenet-indexer groups add {name}`")
             tx.execute("group_for_update", {"group_id": group["id"]})
             cursor = PlanCursor(group["tail_next"], group["history_low"])
-            planned, after = plan_ranges(cursor, low, high, group["backfill_articles"], self.sizes)
+            planned, after = plan_ranges(
+                cursor, low, high, group["backfill_articles"], self.sizes, backfill_to=backfill_to
+            )
             tx.executemany(
                 "range_insert",
                 [

@@ -3,6 +3,8 @@
 A loop's thread claims the lease, renews it every renew interval and runs its work every period while
 it holds it. When a renewal fails the loop stops working at once (self-fencing): another coordinator
 may claim it only after the TTL, which is at least three renew intervals away, so the two never overlap.
+A work that returns True (more to do now: the prefetcher after a busy round) runs again without waiting
+its period; it must still return well within the TTL, since renewals happen between works.
 """
 
 from __future__ import annotations
@@ -43,6 +45,11 @@ class LoopRunner:
     loops: list[Loop] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _threads: list[threading.Thread] = field(default_factory=list)
+    _closers: list[Callable[[], object]] = field(default_factory=list)
+
+    def on_stop(self, close: Callable[[], object]) -> None:
+        """Called after every loop thread has ended (the news loops' pool and storage threads)."""
+        self._closers.append(close)
 
     def add(self, name: str, period_seconds: float, work: Callable[[], object]) -> Loop:
         loop = Loop(name, period_seconds, work)
@@ -63,6 +70,11 @@ class LoopRunner:
             if loop.holding:
                 self.ownership.release(loop.name)
                 loop.holding = False
+        for close in self._closers:
+            try:
+                close()
+            except Exception:
+                log.exception("loop.close_failed")
 
     def _run(self, loop: Loop) -> None:
         renew = self.ownership.renew_interval
@@ -82,9 +94,9 @@ class LoopRunner:
                         log.warning("loop.lost", loop=loop.name, holder=self.ownership.holder)
                     next_renew = now + renew
                 if loop.holding and now >= next_work:
-                    loop.work()
+                    more = loop.work()
                     loop.runs += 1
-                    next_work = time.monotonic() + loop.period_seconds
+                    next_work = time.monotonic() + (0.0 if more is True else loop.period_seconds)
             except Exception as error:  # a failed round must not end the loop: log, count, go on
                 loop.errors += 1
                 loop.last_error = f"{type(error).__name__}: {error}"

@@ -61,12 +61,15 @@ def plan_ranges(
     high: int,
     backfill_articles: int | None,
     sizes: PlanSizes,
+    backfill_to: int | None = None,
 ) -> tuple[list[PlannedRange], PlanCursor]:
     """New ranges for watermarks ``low``–``high`` and the cursor after them.
 
     A group seen for the first time gets history ranges over what it holds (down to the backfill
     target) and a tail cursor past its high watermark; later calls add the tail as the group grows and
     more history when the backfill target moves down. An empty group (high < low) plans nothing yet.
+    ``backfill_to`` is a lowest article number for history (the planner's date target); with
+    ``backfill_articles`` too, the higher of the two wins.
     """
     if low < 0:
         raise ValueError(f"the low watermark is an article number >= 0, not {low}")
@@ -83,6 +86,8 @@ def plan_ranges(
         tail_next = high + 1
 
     target = backfill_target(low, min(high, tail_next - 1), backfill_articles)
+    if backfill_to is not None:
+        target = max(target, backfill_to)
     if high >= low and target < history_low:
         for start, end in reversed(aligned(target, history_low - 1, sizes.range_articles)):
             planned.append(PlannedRange(start, end, history_priority(start, sizes)))

@@ -5,17 +5,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import uvicorn
 from fastapi import FastAPI, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from usenet_indexer.catalog.probe import Prober
+from usenet_indexer.coordinator.cleanup import SpoolCleanup
+from usenet_indexer.coordinator.corpus_fill import CorpusFill
 from usenet_indexer.coordinator.loops import LoopRunner, holder_name
 from usenet_indexer.coordinator.metrics import Metrics
+from usenet_indexer.coordinator.news import NewsService
 from usenet_indexer.coordinator.newznab import newznab_router
 from usenet_indexer.coordinator.node_api import install_error_handlers, node_router
+from usenet_indexer.coordinator.planner import Planner
+from usenet_indexer.coordinator.prefetcher import Prefetcher
 from usenet_indexer.coordinator.services import Services
 from usenet_indexer.coordinator.web import web_router
 from usenet_indexer.leases.ownership import OwnershipLeases
@@ -76,12 +82,49 @@ def create_app(services: Services) -> FastAPI:
     return app
 
 
-def background_loops(services: Services) -> LoopRunner:
-    ttl = services.settings.lease_ttl_seconds
+def background_loops(services: Services, news: NewsService | None = None) -> LoopRunner:
+    """The coordinator's loops; with a news server configured (or ``news`` given) also the planner,
+    the prefetcher, the corpus fill and the probe, which share one connection pool (coordinator/news.py)."""
+    settings = services.settings
+    ttl = settings.lease_ttl_seconds
     ownership = OwnershipLeases(services.db, holder_name(), ttl_seconds=30.0, renew_seconds=10.0)
     runner = LoopRunner(ownership)
-    runner.add("finish-abandoned", min(30.0, ttl / 2), services.ranges.finish_abandoned)
+    cleanup = SpoolCleanup(services)
+    runner.add("finish-abandoned", min(30.0, ttl / 2), cleanup.finish_abandoned)
+    runner.add("spool-cleanup", settings.cleanup_period_seconds, cleanup.sweep)
+    servers = settings.news_servers()
+    if news is None and servers:
+        news = NewsService(servers)
+    if news is not None:
+        prefetcher = Prefetcher(services, news)
+        runner.add("planner", settings.planner_period_seconds, Planner(services, news).work)
+        runner.add("prefetcher", settings.prefetch_idle_seconds, prefetcher.work)
+        runner.add("corpus-fill", settings.corpus_fill_period_seconds, CorpusFill(services, news).work)
+        runner.add("probe", settings.probe_period_seconds, probe_work(services, news))
+        runner.on_stop(prefetcher.close)
+        runner.on_stop(news.close)
     return runner
+
+
+PROBE_ROUND_SECONDS = 20.0
+
+
+def probe_work(services: Services, news: NewsService) -> Callable[[], bool]:
+    """The catalog's Prober (PAR2 bodies of obfuscated releases) as a loop's work, on the shared pool;
+    True when it took a full batch (more may be queued)."""
+    prober = Prober(services.db, news.body)
+
+    def work() -> bool:
+        try:
+            # Bounded like every loop's work (the ownership lease is renewed between works); probes cut
+            # off here stay "working" until the queue's stale limit hands them out again.
+            results = asyncio.run(asyncio.wait_for(prober.run_once(), PROBE_ROUND_SECONDS))
+        except TimeoutError:
+            log.warning("probe.round_late", action=f"cut off after {PROBE_ROUND_SECONDS:.0f} s")
+            return False
+        return len(results) >= prober.batch
+
+    return work
 
 
 def run_server(services: Services) -> None:

@@ -8,10 +8,12 @@ Keys are ``/``-separated names built by the callers from validated integers and 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Protocol
@@ -74,6 +76,10 @@ class BlobStore(Protocol):
     def size(self, prefix: str) -> int:
         """Total bytes under ``prefix/``."""
 
+    def sweep_temporary(self, prefix: str, older_than_seconds: float) -> int:
+        """Remove what writers left half-written under ``prefix/`` (a crash between write and commit)
+        longer ago than ``older_than_seconds``; returns how many. Never touches a committed blob."""
+
 
 class LocalFileWriter:
     """A temporary file beside the blob, renamed into place on commit (atomic on one filesystem)."""
@@ -104,9 +110,15 @@ class LocalFileWriter:
         return self.size
 
     def abort(self) -> None:
-        if not self.out.closed:
-            self.out.close()
-        self.temp.unlink(missing_ok=True)
+        # On a full disk closing fails too (it flushes what is buffered first, and that is what did not
+        # fit): the temporary file must go all the same, or every ENOSPC leaves one behind.
+        try:
+            if not self.out.closed:
+                self.out.close()
+        except OSError:
+            pass
+        finally:
+            self.temp.unlink(missing_ok=True)
 
 
 class LocalBlobStore:
@@ -182,4 +194,23 @@ class LocalBlobStore:
         base = self._path(prefix)
         if not base.is_dir():
             return 0
-        return sum(p.stat().st_size for p in base.rglob("*") if p.is_file())
+        total = 0
+        for p in base.rglob("*"):
+            # A file renamed or removed while we walk (the spool changes all the time) counts as gone.
+            with contextlib.suppress(FileNotFoundError):
+                if p.is_file():
+                    total += p.stat().st_size
+        return total
+
+    def sweep_temporary(self, prefix: str, older_than_seconds: float) -> int:
+        base = self._path(prefix)
+        if not base.is_dir():
+            return 0
+        cutoff = time.time() - older_than_seconds
+        removed = 0
+        for p in base.rglob(".tmp-*"):
+            with contextlib.suppress(FileNotFoundError):
+                if p.is_file() and p.stat().st_mtime < cutoff:
+                    p.unlink()
+                    removed += 1
+        return removed

@@ -14,6 +14,11 @@ from __future__ import annotations
 import enum
 import zlib
 
+try:  # libdeflate (the MIT "deflate" package): the same zlib stream, ~2× faster and ~12% smaller
+    import deflate as _libdeflate
+except ImportError:  # pragma: no cover - an install without it falls back to the standard library
+    _libdeflate = None  # type: ignore[assignment]
+
 MAGIC = b"UIC"
 HEADER = len(MAGIC) + 1
 DEFAULT_MAX_INFLATED = 512 << 20  # 20,000 overview lines are ~10 MB; far past that is not overview
@@ -32,12 +37,18 @@ class ChunkError(ValueError):
     """The chunk does not inflate: cut short, damaged, or not a chunk at all."""
 
 
-def pack_chunk(fmt: ChunkFormat, compressed: bytes) -> bytes:
+def pack_chunk(fmt: ChunkFormat, compressed: bytes | bytearray) -> bytes:
     return MAGIC + bytes([fmt]) + compressed
 
 
 def deflate_plain(overview: bytes, level: int = 6) -> bytes:
-    """A plain reply's overview, compressed here for the spool."""
+    """A plain reply's overview, compressed here for the spool (a zlib stream either way).
+
+    The prefetcher deflates every chunk that came plain (plain OVER, and COMPRESS DEFLATE, whose session
+    stream cannot be cut into chunks): ~5 MB per 20,000 lines, 20 ms with zlib at level 1 on these
+    machines — as long as fetching it. libdeflate does it in 10 ms (both release the GIL)."""
+    if _libdeflate is not None and overview and level > 0:
+        return pack_chunk(ChunkFormat.ZLIB, _libdeflate.zlib_compress(overview, level))
     return pack_chunk(ChunkFormat.ZLIB, zlib.compress(overview, level))
 
 

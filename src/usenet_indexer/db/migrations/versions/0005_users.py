@@ -1,11 +1,8 @@
 """Users of the newznab API and the web UI: API keys (hashes only), daily request and download counts,
 admin sessions; on PostgreSQL a stored search vector for the catalog's full-text search.
 
-``down_revision`` is 0003: 0004 was written in parallel on another branch, and the merge re-chains
-this file after it.
-
 Revision ID: 0005
-Revises: 0003
+Revises: 0004
 """
 
 from __future__ import annotations
@@ -14,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0005"
-down_revision = "0003"
+down_revision = "0004"
 branch_labels = None
 depends_on = None
 
