@@ -12,7 +12,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import closing, contextmanager, suppress
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlparse
@@ -206,13 +206,16 @@ class SqliteDatabase(Database):
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        # WAL is a property of the file: set once, here, before threads race to set it (switching the
+        # journal mode needs an exclusive lock, and a busy one fails at once instead of waiting).
+        with closing(sqlite3.connect(self.path, timeout=60.0)) as conn:
+            conn.execute("PRAGMA journal_mode=WAL")
 
     def _connection(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             conn = sqlite3.connect(self.path, isolation_level=None, timeout=60.0, check_same_thread=False)
             conn.create_function("unix_now", 0, time.time)
-            conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
             conn.execute("PRAGMA busy_timeout=60000")
