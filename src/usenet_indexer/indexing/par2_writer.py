@@ -1,0 +1,94 @@
+"""A PAR2 index file (no recovery data) for files given as bytes: what the sample news server posts as a
+release's ``.par2``, so that the probe can name releases posted under obfuscated names. Pure.
+
+The packet layout is the one ``indexing/par2.py`` documents (Parity Volume Set Specification 2.0). An
+index file written here holds, in par2cmdline's order: the Main packet, then for each file its File
+Description and its Input File Slice Checksums (IFSC), then a Creator packet. With the IFSC packets
+``par2 verify`` accepts the set (tests/unit/indexing/test_par2_writer.py checks it against the real
+tool); without recovery slices it can only verify, not repair.
+
+Identifiers, as the spec defines them:
+
+- a file's id is the MD5 of (MD5 of its first 16 KiB, its length as u64 LE, its name);
+- the recovery set id is the MD5 of the Main packet's body;
+- the Main packet lists the file ids sorted as 16-byte strings.
+
+Slices are ``slice_size`` bytes (a multiple of 4); a file's last slice is checksummed as if padded
+with zeros to the slice size.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from usenet_indexer.indexing.par2 import (
+    MAGIC,
+    TYPE_CREATOR,
+    TYPE_FILE_DESC,
+    TYPE_MAIN,
+    TYPE_SLICE_CHECKSUMS,
+)
+
+__all__ = ["Par2Input", "file_id", "par2_index"]
+
+HASH_16K_BYTES = 16 * 1024
+DEFAULT_CREATOR = "usenet-indexer sample server"
+
+
+@dataclass(frozen=True, slots=True)
+class Par2Input:
+    """A file the index describes: its name (as downloaders should restore it) and its content."""
+
+    name: str
+    data: bytes
+
+
+def file_id(name: bytes, size: int, hash_16k: bytes) -> bytes:
+    return hashlib.md5(hash_16k + struct.pack("<Q", size) + name).digest()
+
+
+def _padded(data: bytes) -> bytes:
+    return data + b"\0" * (-len(data) % 4)
+
+
+def _packet(set_id: bytes, kind: bytes, body: bytes) -> bytes:
+    assert len(kind) == 16 and len(body) % 4 == 0
+    hashed = set_id + kind + body
+    length = 8 + 8 + 16 + len(hashed)
+    return MAGIC + struct.pack("<Q", length) + hashlib.md5(hashed).digest() + hashed
+
+
+def par2_index(files: Sequence[Par2Input], slice_size: int = 4096, creator: str = DEFAULT_CREATOR) -> bytes:
+    """The bytes of a PAR2 index file describing ``files``."""
+    if slice_size < 4 or slice_size % 4:
+        raise ValueError(f"the slice size is a positive multiple of 4, not {slice_size}")
+    if not files:
+        raise ValueError("a PAR2 set describes at least one file")
+    described: list[tuple[bytes, bytes, bytes]] = []  # file id, File Description body, IFSC body
+    for f in files:
+        name = f.name.encode("utf-8")
+        hash_16k = hashlib.md5(f.data[:HASH_16K_BYTES]).digest()
+        fid = file_id(name, len(f.data), hash_16k)
+        description = (
+            fid + hashlib.md5(f.data).digest() + hash_16k + struct.pack("<Q", len(f.data)) + _padded(name)
+        )
+        checksums = [fid]
+        view = memoryview(f.data)
+        for start in range(0, len(f.data), slice_size):
+            piece = bytes(view[start : start + slice_size])
+            piece += b"\0" * (slice_size - len(piece))
+            checksums.append(hashlib.md5(piece).digest() + struct.pack("<I", zlib.crc32(piece)))
+        described.append((fid, description, b"".join(checksums)))
+    described.sort(key=lambda d: d[0])
+    main = struct.pack("<QI", slice_size, len(described)) + b"".join(d[0] for d in described)
+    set_id = hashlib.md5(main).digest()
+    packets = [_packet(set_id, TYPE_MAIN, main)]
+    for _, description, checksums in described:
+        packets.append(_packet(set_id, TYPE_FILE_DESC, description))
+        packets.append(_packet(set_id, TYPE_SLICE_CHECKSUMS, checksums))
+    packets.append(_packet(set_id, TYPE_CREATOR, _padded(creator.encode("ascii", "replace"))))
+    return b"".join(packets)
