@@ -87,8 +87,8 @@ def par2_index(files: Sequence[Par2Input], slice_size: int = 4096, creator: str 
     main = struct.pack("<QI", slice_size, len(described)) + b"".join(d[0] for d in described)
     set_id = hashlib.md5(main).digest()
     packets = [_packet(set_id, TYPE_MAIN, main)]
-    for _, description, checksums in described:
+    for _, description, slice_checksums in described:
         packets.append(_packet(set_id, TYPE_FILE_DESC, description))
-        packets.append(_packet(set_id, TYPE_SLICE_CHECKSUMS, checksums))
+        packets.append(_packet(set_id, TYPE_SLICE_CHECKSUMS, slice_checksums))
     packets.append(_packet(set_id, TYPE_CREATOR, _padded(creator.encode("ascii", "replace"))))
     return b"".join(packets)

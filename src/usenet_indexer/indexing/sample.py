@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 from email.utils import formatdate
+from functools import lru_cache
 
 _TITLES = (
     "Quiet.Harbor",
@@ -238,13 +239,40 @@ def post(
     return posting
 
 
-def overview_line(article: Article) -> bytes:
-    """The article as a line of OVER output in RFC 3977's default order, with Xref:full."""
+@lru_cache(maxsize=4096)
+def _date(when: int) -> str:
+    return formatdate(when)  # ~3 µs, and neighbouring articles share their second
+
+
+def overview_line(article: Article, message_id: str | None = None) -> bytes:
+    """The article as a line of OVER output in RFC 3977's default order, with Xref:full (and
+    ``message_id``, without brackets, instead of the article's when given)."""
     xref = " ".join(f"{g}:{article.number + k}" for k, g in enumerate(article.groups))
     return (
-        f"{article.number}\t{article.subject}\t{article.poster}\t{formatdate(article.date)}\t"
-        f"<{article.message_id}>\t\t{article.size}\t{article.size // 128}\tXref: news.example.com {xref}"
+        f"{article.number}\t{article.subject}\t{article.poster}\t{_date(article.date)}\t"
+        f"<{message_id or article.message_id}>\t\t{article.size}\t{article.size // 128}\t"
+        f"Xref: news.example.com {xref}"
     ).encode()
+
+
+def unobfuscated(release: PlannedRelease) -> str:
+    """The name an obfuscated release had before its poster hid it (what its PAR2 index names; for
+    other releases their collection name). Derived from the hex name, so the plan's random sequence
+    is the same as before this existed."""
+    if release.kind != "obfuscated":
+        return release.collection
+    h = int(release.collection, 16)
+    title = _TITLES[h % len(_TITLES)]
+    year = 2000 + (h >> 8) % 25
+    resolution = ("720p", "1080p", "2160p")[(h >> 16) % 3]
+    return f"{title}.{year}.{resolution}.BluRay.x264-{_GROUPS_TAGS[(h >> 24) % len(_GROUPS_TAGS)]}"
+
+
+def unobfuscated_file(release: PlannedRelease, f: PlannedFile) -> str:
+    """A file's name before obfuscation (see :func:`unobfuscated`)."""
+    if release.kind == "obfuscated" and f.name.startswith(release.collection):
+        return unobfuscated(release) + f.name[len(release.collection) :]
+    return f.name
 
 
 def chunk_text(lines: list[bytes]) -> bytes:
@@ -273,4 +301,6 @@ __all__ = [
     "plan",
     "post",
     "subject",
+    "unobfuscated",
+    "unobfuscated_file",
 ]

@@ -1,8 +1,10 @@
 """A scripted asyncio NNTP server for what INN2 cannot produce, and for demos.
 
-It serves groups of overview lines and article bodies held in memory, speaks the reader commands the
-client uses (CAPABILITIES, MODE READER, AUTHINFO, GROUP, LIST OVERVIEW.FMT, OVER/XOVER, BODY,
-QUIT) plus the provider extensions INN2 lacks (XZVER; XFEATURE COMPRESS GZIP with and without
+It serves a :class:`Feed`: by default groups of overview lines and article bodies held in memory
+(``server.groups``, ``server.bodies``), or any other feed — the sample news server
+(nntp/sample_server.py) generates its articles. It speaks the reader commands the client uses
+(CAPABILITIES, MODE READER, AUTHINFO, GROUP, LIST, LIST OVERVIEW.FMT, OVER/XOVER, ARTICLE, HEAD, BODY,
+STAT, QUIT) plus the provider extensions INN2 lacks (XZVER; XFEATURE COMPRESS GZIP with and without
 TERMINATOR), and misbehaves on request through :class:`Script`: "502 too many connections" past a
 limit, compressed replies cut short, connections dropped mid-reply, replies that never end, garbage.
 
@@ -20,11 +22,12 @@ import asyncio
 import contextlib
 import zlib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Protocol
 
 from usenet_indexer.nntp import yenc
 
-__all__ = ["FakeNNTPServer", "Script", "overview_line"]
+__all__ = ["FakeNNTPServer", "Feed", "FeedArticle", "MemoryFeed", "Script", "overview_line"]
 
 OVERVIEW_FMT = ["Subject:", "From:", "Date:", "Message-ID:", "References:", "Bytes:", "Lines:", "Xref:full"]
 
@@ -63,20 +66,92 @@ class Script:
     reply_delay: float = 0.0  # seconds before each overview reply (to make connections overlap)
 
 
-@dataclass
-class _Group:
-    articles: dict[int, bytes] = field(default_factory=dict)  # number -> overview line (no number prefix)
+@dataclass(frozen=True, slots=True)
+class FeedArticle:
+    """An article as ARTICLE, HEAD and BODY send it (CRLF lines, not dot-stuffed)."""
+
+    message_id: str  # with brackets
+    head: bytes  # header lines, each ending CRLF
+    body: bytes
+
+
+class Feed(Protocol):
+    """What the server serves. Overview text is CRLF lines in number order, not dot-stuffed."""
+
+    def names(self) -> list[str]: ...
+
+    def group(self, name: str) -> tuple[int, int, int] | None:
+        """(count, low, high) of a group, None when there is no such group."""
+        ...
+
+    def overview(self, name: str, first: int, last: int) -> bytes: ...
+
+    def overview_zlib(self, name: str, first: int, last: int) -> bytes | None:
+        """The same text as one zlib stream when the feed has it ready (else None: compressed here)."""
+        ...
+
+    def article(self, message_id: str) -> FeedArticle | None: ...
+
+    def message_id(self, name: str, number: int) -> str | None:
+        """The message-id of article ``number`` of a group (ARTICLE/BODY by number)."""
+        ...
+
+
+class MemoryFeed:
+    """Groups of overview lines (number -> full line) and bodies (message-id -> body) in dicts, which
+    tests change as they go."""
+
+    def __init__(self, groups: dict[str, dict[int, bytes]], bodies: dict[str, bytes]) -> None:
+        self.groups = groups
+        self.bodies = bodies
+
+    def names(self) -> list[str]:
+        return sorted(self.groups)
+
+    def group(self, name: str) -> tuple[int, int, int] | None:
+        articles = self.groups.get(name)
+        if articles is None:
+            return None
+        return (len(articles), min(articles), max(articles)) if articles else (0, 1, 0)
+
+    def overview(self, name: str, first: int, last: int) -> bytes:
+        articles = self.groups.get(name, {})
+        return b"".join(articles[n] + b"\r\n" for n in sorted(articles) if first <= n <= last)
+
+    def overview_zlib(self, name: str, first: int, last: int) -> bytes | None:
+        return None
+
+    def article(self, message_id: str) -> FeedArticle | None:
+        body = self.bodies.get(message_id)
+        if body is None:
+            return None
+        return FeedArticle(message_id, f"Message-ID: {message_id}\r\n".encode(), body)
+
+    def message_id(self, name: str, number: int) -> str | None:
+        line = self.groups.get(name, {}).get(number)
+        if line is None:
+            return None
+        fields = line.split(b"\t")
+        return fields[4].decode("utf-8", "replace") if len(fields) > 4 else None
 
 
 class FakeNNTPServer:
     """``async with FakeNNTPServer(script) as server:`` then connect to ``server.port`` on 127.0.0.1."""
 
-    def __init__(self, script: Script | None = None, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self,
+        script: Script | None = None,
+        host: str = "127.0.0.1",
+        *,
+        feed: Feed | None = None,
+        port: int = 0,
+    ) -> None:
         self.script = script or Script()
         self.host = host
-        self.port = 0
+        self.port = port
         self.groups: dict[str, dict[int, bytes]] = {}
         self.bodies: dict[str, bytes] = {}
+        self.feed: Feed = feed if feed is not None else MemoryFeed(self.groups, self.bodies)
         self.open_connections = 0
         self.peak_connections = 0
         self.refused = 0
@@ -88,7 +163,7 @@ class FakeNNTPServer:
 
     # -- content ---------------------------------------------------------------------------------
 
-    def add_group(self, name: str, lines: Iterable[bytes] = ()) -> None:
+    def add_group(self, name: str, lines: Iterable[bytes] = ()) -> None:  # the memory feed's
         """Add a group; each line is a full overview line starting with its article number."""
         group = self.groups.setdefault(name, {})
         for line in lines:
@@ -101,7 +176,7 @@ class FakeNNTPServer:
     # -- life ------------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, self.host, 0)
+        self._server = await asyncio.start_server(self._serve, self.host, self.port)
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def stop(self) -> None:
@@ -164,6 +239,7 @@ class _Session:
         self.group: str | None = None
         self.gzip: bool | None = None  # None off, else terminator
         self.user: str | None = None
+        self.article_number: int | None = None
         self.authenticated = server.script.require_auth is None
 
     async def send(self, data: bytes) -> None:
@@ -218,17 +294,15 @@ class _Session:
             await self.select(args[0])
         elif verb == "LIST" and [a.upper() for a in args] == ["OVERVIEW.FMT"]:
             await self.send(b"215 Order of fields\r\n" + "\r\n".join(OVERVIEW_FMT).encode() + b"\r\n.\r\n")
+        elif verb == "LIST" and [a.upper() for a in args] in ([], ["ACTIVE"]):
+            await self.list_active()
         elif verb in ("OVER", "XOVER", "XZVER") and len(args) == 1:
             if verb == "XZVER" and not self.script.support_xzver:
                 await self.send(b"500 What?\r\n")
                 return True
             return await self.overview(verb, args[0])
-        elif verb == "BODY" and len(args) == 1:
-            body = self.server.bodies.get(args[0])
-            if body is None:
-                await self.send(b"430 No such article\r\n")
-            else:
-                await self.send(b"222 0 " + args[0].encode() + b"\r\n" + _stuff(body) + b".\r\n")
+        elif verb in ("ARTICLE", "HEAD", "BODY", "STAT") and len(args) <= 1:
+            await self.article(verb, args[0] if args else None)
         else:
             await self.send(b"500 What?\r\n")
         return True
@@ -248,34 +322,86 @@ class _Session:
             await self.send(b"482 Authentication commands issued out of sequence\r\n")
 
     async def select(self, name: str) -> None:
-        articles = self.server.groups.get(name)
-        if articles is None:
+        info = self.server.feed.group(name)
+        if info is None:
             await self.send(f"411 No such group {name}\r\n".encode())
             return
         self.group = name
-        low, high = (min(articles), max(articles)) if articles else (1, 0)
-        await self.send(f"211 {len(articles)} {low} {high} {name}\r\n".encode())
+        self.article_number = None
+        count, low, high = info
+        await self.send(f"211 {count} {low} {high} {name}\r\n".encode())
+
+    async def list_active(self) -> None:
+        lines = []
+        for name in self.server.feed.names():
+            info = self.server.feed.group(name)
+            if info is not None:
+                lines.append(f"{name} {info[2]} {info[1]} n".encode())
+        await self.send(
+            b"215 list of newsgroups follows\r\n" + b"".join(x + b"\r\n" for x in lines) + b".\r\n"
+        )
+
+    async def article(self, verb: str, spec: str | None) -> None:
+        """ARTICLE, HEAD, BODY and STAT by message-id, by number in the group, or the current article."""
+        feed = self.server.feed
+        number = 0
+        if spec is not None and spec.startswith("<"):
+            message_id: str | None = spec
+        else:
+            if self.group is None:
+                await self.send(b"412 No newsgroup selected\r\n")
+                return
+            try:
+                number = int(spec) if spec is not None else (self.article_number or 0)
+            except ValueError:
+                await self.send(b"501 Bad article number\r\n")
+                return
+            message_id = feed.message_id(self.group, number)
+            if message_id is None:
+                await self.send(b"423 No article with that number\r\n")
+                return
+            self.article_number = number
+        found = feed.article(message_id) if message_id is not None else None
+        if found is None:
+            await self.send(b"430 No such article\r\n")
+            return
+        code, content = {
+            "ARTICLE": (220, found.head + b"\r\n" + found.body),
+            "HEAD": (221, found.head),
+            "BODY": (222, found.body),
+            "STAT": (223, None),
+        }[verb]
+        status = f"{code} {number} {found.message_id}\r\n".encode()
+        await self.send(status if content is None else status + _stuff(content) + b".\r\n")
 
     async def overview(self, verb: str, spec: str) -> bool:
         if self.group is None:
             await self.send(b"412 No newsgroup selected\r\n")
             return True
-        first_text, _, last_text = spec.partition("-")
+        first_text, dash, last_text = spec.partition("-")
+        feed = self.server.feed
+        info = feed.group(self.group)
         try:
             first = int(first_text)
-            articles = self.server.groups[self.group]
-            last = int(last_text) if last_text else max(articles, default=first)
+            high = info[2] if info is not None else first
+            last = int(last_text) if last_text else (high if dash else first)
         except ValueError:
             await self.send(b"501 Bad range\r\n")
             return True
-        lines = [articles[n] for n in sorted(articles) if first <= n <= last]
-        if not lines:
+        fast = self.gzip is not None and verb != "XZVER" and not self.script.cut_short
+        ready = feed.overview_zlib(self.group, first, last) if fast else None
+        text = b"" if ready is not None else feed.overview(self.group, first, last)
+        if ready is None and not text:
             await self.send(b"423 No articles in that range\r\n")
             return True
         if self.script.reply_delay:
             await asyncio.sleep(self.script.reply_delay)
-        text = b"".join(line + b"\r\n" for line in lines)
-        if verb == "XZVER":
+        if ready is not None:
+            # The feed's own zlib stream of exactly this text: sent as it is (overview lines start
+            # with their article number, so there is nothing to dot-stuff).
+            status = b"224 overview follows [COMPRESS=GZIP]\r\n"
+            body = ready + (b".\r\n" if self.gzip else b"")
+        elif verb == "XZVER":
             status = b"224 compressed overview follows\r\n"
             deflater = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
             stream = deflater.compress(text) + deflater.flush()

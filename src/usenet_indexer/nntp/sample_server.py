@@ -1,0 +1,401 @@
+"""The sample news server: a few groups of generated yEnc postings on a loopback port, for the demo,
+tests and benchmarks. It is sample data, not Usenet.
+
+The postings come from ``indexing/sample.py`` with a fixed seed: multi-file rar + par2 releases, TV
+and movie names, obfuscated sets, music, books, cross-posts; several posters at once, parts out of
+order, reposted, missing, and cancelled article numbers. The scripted server (``fake_server.py``)
+speaks NNTP for it; this module is its :class:`~usenet_indexer.nntp.fake_server.Feed`.
+
+What is held in memory, per group (a few hundred thousand articles take ~30 MB):
+
+- the overview, as one zlib stream per block of ``block_articles`` article numbers, aligned to
+  multiples of it like the coordinator's chunks (``articles.aligned``). An OVER of exactly a block
+  with XFEATURE COMPRESS GZIP on is answered with the stored stream as it is: serving costs nothing
+  then, and a benchmark of the indexer is not a benchmark of this server. Any other range is
+  inflated, cut and (compressed) re-deflated;
+- three small integers per article number: which release, file and part it carries (-1: none, a
+  cancelled article), and the plan's releases.
+
+Article bodies are made when asked for, from the message-id alone: ``part{p}of{t}.{number}.{group}@…``
+names the article, the arrays name its release, file and part. A part's payload is ``PART_BYTES`` of
+SHAKE-128 output keyed by (group, release, file, part) — the same for a reposted copy — and is sent
+yEnc-encoded (``=ybegin``/``=ypart``/``=yend`` with pcrc32). A release's PAR2 index file (``x.par2``) is
+a real PAR2 index (``indexing/par2_writer.py``) over the release's other files as their parts decode,
+naming them as they were before obfuscation: so the probe can name obfuscated releases, and a
+downloader could verify what it fetched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import random
+import re
+import threading
+import time
+import zlib
+from array import array
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from usenet_indexer.articles import aligned
+from usenet_indexer.indexing import sample
+from usenet_indexer.indexing.naming import FileKind, file_kind
+from usenet_indexer.indexing.par2_writer import Par2Input, par2_index
+from usenet_indexer.nntp import yenc
+from usenet_indexer.nntp.fake_server import FakeNNTPServer, FeedArticle, Script
+
+try:  # libdeflate (the MIT "deflate" package): the same zlib stream, faster
+    import deflate as _libdeflate
+except ImportError:  # pragma: no cover
+    _libdeflate = None  # type: ignore[assignment]
+
+__all__ = [
+    "SAMPLE_GROUPS",
+    "SEED",
+    "SampleFeed",
+    "SampleGroupSpec",
+    "SampleServer",
+    "sample_groups",
+]
+
+SEED = 2026
+PART_BYTES = 3_000  # a part's payload; the overview's Bytes field says what a real part would weigh
+DOMAIN = "sample.usenet-indexer.invalid"
+RELEASES_PER_PLAN = 50  # a posting of ~10,000 articles: a group ends at most that past its target
+_MESSAGE_ID = re.compile(r"^<part(\d+)of(\d+)\.(\d+)\.(\d+)@" + re.escape(DOMAIN) + r">$")
+
+
+@dataclass(frozen=True, slots=True)
+class SampleGroupSpec:
+    name: str
+    first: int  # the group's first article number
+    articles: int  # at least this many articles are posted (whole postings: a few more)
+
+
+# The demo's groups: ~300,000 articles. Article numbers past 2^32 in one, as a modern group's are.
+SAMPLE_GROUPS: tuple[SampleGroupSpec, ...] = (
+    SampleGroupSpec("alt.binaries.sample.teevee", 5_100_000_001, 120_000),
+    SampleGroupSpec("alt.binaries.sample.movies", 2_730_015_001, 100_000),
+    SampleGroupSpec("alt.binaries.sample.misc", 870_042_001, 80_000),
+)
+
+
+def sample_groups(scale: float = 1.0) -> tuple[SampleGroupSpec, ...]:
+    """The demo's groups with ``scale`` times as many articles (benchmarks, quick tests)."""
+    return tuple(replace(g, articles=max(1, round(g.articles * scale))) for g in SAMPLE_GROUPS)
+
+
+def _start_time() -> int:
+    """Posting starts 7 days before today (00:00 UTC): the sample looks recent to a newznab client's
+    maxage, and is the same all day."""
+    day = 86_400
+    return int(time.time()) // day * day - 7 * day
+
+
+def _zlib(data: bytes) -> bytes:
+    if _libdeflate is not None and data:
+        return bytes(_libdeflate.zlib_compress(data, 6))
+    return zlib.compress(data, 6)
+
+
+@dataclass
+class _Group:
+    spec: SampleGroupSpec
+    index: int
+    block_articles: int
+    first: int = 0
+    last: int = 0
+    count: int = 0
+    blocks: dict[int, bytes] = field(default_factory=dict)  # block start -> zlib of its lines
+    release: array[int] = field(default_factory=lambda: array("i"))  # by number - first; -1: none
+    file: array[int] = field(default_factory=lambda: array("h"))
+    part: array[int] = field(default_factory=lambda: array("i"))
+    releases: list[sample.PlannedRelease] = field(default_factory=list)
+
+
+class SampleFeed:
+    """Generated groups, served by :class:`FakeNNTPServer` (see the module's docstring)."""
+
+    def __init__(
+        self,
+        groups: Sequence[SampleGroupSpec] = SAMPLE_GROUPS,
+        *,
+        seed: int = SEED,
+        block_articles: int = 20_000,
+        start_time: int | None = None,
+    ) -> None:
+        if block_articles < 1:
+            raise ValueError(f"block_articles must be >= 1, not {block_articles}")
+        self.seed = seed
+        self.block_articles = block_articles
+        self.start_time = _start_time() if start_time is None else start_time
+        self._groups: dict[str, _Group] = {}
+        self._order: list[_Group] = []
+        self._lock = threading.Lock()  # the caches below (the server's loop and tests' threads)
+        self._plain: OrderedDict[tuple[str, int], list[bytes]] = OrderedDict()
+        self._par2_cache: OrderedDict[tuple[int, int], bytes] = OrderedDict()
+        for index, spec in enumerate(groups):
+            group = _Group(spec, index, block_articles)
+            self._generate(group)
+            self._groups[spec.name] = group
+            self._order.append(group)
+
+    # -- generation ------------------------------------------------------------------------------
+
+    def _generate(self, group: _Group) -> None:
+        spec = group.spec
+        rng = random.Random(f"{self.seed}:{spec.name}")
+        number, when = spec.first, self.start_time
+        group.first = spec.first
+        pending: list[bytes] = []  # lines of the block being filled
+        block = aligned(number, number, self.block_articles)[0][0]
+        while group.count < spec.articles:
+            base = len(group.releases)
+            plan = sample.plan(rng, RELEASES_PER_PLAN, spec.name)
+            posting = sample.post(plan, rng, first=number, start_time=when)
+            group.releases += plan
+            for article in posting.articles:
+                start = article.number - article.number % self.block_articles
+                if start != block:
+                    self._seal(group, block, pending)
+                    pending, block = [], start
+                offset = article.number - group.first
+                missing = offset - len(group.release)
+                if missing:
+                    group.release.extend([-1] * missing)
+                    group.file.extend([0] * missing)
+                    group.part.extend([0] * missing)
+                group.release.append(base + article.release)
+                group.file.append(article.file)
+                group.part.append(article.part)
+                f = plan[article.release].files[article.file]
+                message_id = f"part{article.part}of{f.parts_total}.{article.number}.{group.index}@{DOMAIN}"
+                pending.append(sample.overview_line(article, message_id))
+            group.count += len(posting.articles)
+            number = posting.last + 1
+            when = posting.articles[-1].date + 60 if posting.articles else when
+        self._seal(group, block, pending)
+        group.last = group.first + len(group.release) - 1
+
+    def _seal(self, group: _Group, block: int, lines: list[bytes]) -> None:
+        if lines:
+            group.blocks[block] = _zlib(b"".join(line + b"\r\n" for line in lines))
+
+    # -- what the groups hold --------------------------------------------------------------------
+
+    @property
+    def groups(self) -> list[str]:
+        return [g.spec.name for g in self._order]
+
+    def articles(self) -> int:
+        return sum(g.count for g in self._order)
+
+    def watermarks(self, name: str) -> tuple[int, int]:
+        g = self._groups[name]
+        return g.first, g.last
+
+    def releases(self, name: str) -> list[sample.PlannedRelease]:
+        return list(self._groups[name].releases)
+
+    # -- Feed ------------------------------------------------------------------------------------
+
+    def names(self) -> list[str]:
+        return self.groups
+
+    def group(self, name: str) -> tuple[int, int, int] | None:
+        g = self._groups.get(name)
+        return None if g is None else (g.count, g.first, g.last)
+
+    def overview_zlib(self, name: str, first: int, last: int) -> bytes | None:
+        g = self._groups.get(name)
+        if g is None:
+            return None
+        start = first - first % self.block_articles
+        end = start + self.block_articles - 1
+        # The stored stream holds exactly the block's articles: served as it is when the request
+        # covers all the block's articles and nothing outside it.
+        if first >= start and last <= end and first <= max(start, g.first) and last >= min(end, g.last):
+            return g.blocks.get(start)
+        return None
+
+    def overview(self, name: str, first: int, last: int) -> bytes:
+        g = self._groups.get(name)
+        if g is None:
+            return b""
+        first, last = max(first, g.first), min(last, g.last)
+        out: list[bytes] = []
+        for start, end in aligned(first, last, self.block_articles) if first <= last else []:
+            block = start - start % self.block_articles
+            lines = self._lines(g, block)
+            if start <= max(block, g.first) and end >= min(block + self.block_articles - 1, g.last):
+                out += lines  # all of the block's articles
+            else:
+                out += [ln for ln in lines if start <= int(ln[: ln.index(b"\t")]) <= end]
+        return b"".join(line + b"\r\n" for line in out)
+
+    def _lines(self, g: _Group, block: int) -> list[bytes]:
+        key = (g.spec.name, block)
+        with self._lock:
+            cached = self._plain.get(key)
+            if cached is not None:
+                self._plain.move_to_end(key)
+                return cached
+        data = g.blocks.get(block)
+        lines = zlib.decompress(data).split(b"\r\n")[:-1] if data else []
+        with self._lock:
+            self._plain[key] = lines
+            while len(self._plain) > 4:
+                self._plain.popitem(last=False)
+        return lines
+
+    def message_id(self, name: str, number: int) -> str | None:
+        g = self._groups.get(name)
+        if g is None or not g.first <= number <= g.last or g.release[number - g.first] < 0:
+            return None
+        f = g.releases[g.release[number - g.first]].files[g.file[number - g.first]]
+        return f"<part{g.part[number - g.first]}of{f.parts_total}.{number}.{g.index}@{DOMAIN}>"
+
+    def article(self, message_id: str) -> FeedArticle | None:
+        found = self._locate(message_id)
+        if found is None:
+            return None
+        g, number = found
+        offset = number - g.first
+        release = g.releases[g.release[offset]]
+        index, part = g.file[offset], g.part[offset]
+        f = release.files[index]
+        if file_kind(f.name) is FileKind.PAR2:
+            data = self._par2(g, g.release[offset])
+            body = yenc.encode(data, f.name, part=1, total=1, begin=1, file_size=len(data))
+        else:
+            data = self.payload(g.spec.name, g.release[offset], index, part, f.parts_total)
+            begin = (part - 1) * PART_BYTES + 1
+            size = (f.parts_total - 1) * PART_BYTES + self._size(f.parts_total, f.parts_total)
+            body = yenc.encode(data, f.name, part=part, total=f.parts_total, begin=begin, file_size=size)
+        return FeedArticle(message_id, self._head(g, number, message_id), body)
+
+    def _locate(self, message_id: str) -> tuple[_Group, int] | None:
+        match = _MESSAGE_ID.match(message_id)
+        if match is None:
+            return None
+        _part, _total, number, index = (int(x) for x in match.groups())
+        if index >= len(self._order):
+            return None
+        g = self._order[index]
+        if self.message_id(g.spec.name, number) != message_id:
+            return None
+        return g, number
+
+    def _head(self, g: _Group, number: int, message_id: str) -> bytes:
+        start = number - number % self.block_articles
+        line = next((ln for ln in self._lines(g, start) if int(ln[: ln.index(b"\t")]) == number), b"")
+        fields = line.decode("utf-8", "replace").split("\t")
+        subject, poster, date = (fields[1], fields[2], fields[3]) if len(fields) > 3 else ("", "", "")
+        xref = fields[8] if len(fields) > 8 else ""
+        groups = ",".join(item.split(":")[0] for item in xref.split()[2:]) or g.spec.name
+        head = [
+            f"Path: {DOMAIN}!not-for-mail",
+            f"From: {poster}",
+            f"Newsgroups: {groups}",
+            f"Subject: {subject}",
+            f"Date: {date}",
+            f"Message-ID: {message_id}",
+            xref,
+        ]
+        return "".join(h + "\r\n" for h in head if h).encode("utf-8")
+
+    # -- payloads --------------------------------------------------------------------------------
+
+    @staticmethod
+    def _size(part: int, total: int) -> int:
+        return PART_BYTES if part < total else PART_BYTES // 3
+
+    def payload(self, group: str, release: int, file: int, part: int, total: int) -> bytes:
+        """The decoded bytes of part ``part`` of a file (a reposted copy carries the same)."""
+        key = f"{self.seed}:{group}:{release}:{file}:{part}".encode()
+        return hashlib.shake_128(key).digest(self._size(part, total))
+
+    def file_data(self, group: str, release: int, file: int) -> bytes:
+        total = self._groups[group].releases[release].files[file].parts_total
+        return b"".join(self.payload(group, release, file, p, total) for p in range(1, total + 1))
+
+    def _par2(self, g: _Group, release_index: int) -> bytes:
+        key = (g.index, release_index)
+        with self._lock:
+            cached = self._par2_cache.get(key)
+        if cached is not None:
+            return cached
+        release = g.releases[release_index]
+        inputs = [
+            Par2Input(sample.unobfuscated_file(release, f), self.file_data(g.spec.name, release_index, i))
+            for i, f in enumerate(release.files)
+            if file_kind(f.name) not in (FileKind.PAR2, FileKind.PAR2_VOLUME)
+        ]
+        data = par2_index(inputs or [Par2Input(release.files[0].name, b"")], slice_size=PART_BYTES)
+        with self._lock:
+            self._par2_cache[key] = data
+            while len(self._par2_cache) > 256:
+                self._par2_cache.popitem(last=False)
+        return data
+
+
+class SampleServer:
+    """The sample feed served on a loopback port from a thread of its own (its own event loop), so a
+    synchronous caller — the ``demo`` command, a test — can start and stop it."""
+
+    def __init__(
+        self, feed: SampleFeed, *, host: str = "127.0.0.1", port: int = 0, script: Script | None = None
+    ) -> None:
+        self.feed = feed
+        self.host = host
+        self.port = port
+        self.script = script
+        self.server: FakeNNTPServer | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._failure: BaseException | None = None
+
+    def start(self) -> int:
+        """Listen; returns the port."""
+        self._thread = threading.Thread(target=self._main, name="sample-news-server", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self._failure is not None:
+            raise RuntimeError(f"the sample news server did not start: {self._failure}") from self._failure
+        return self.port
+
+    def _main(self) -> None:
+        async def serve() -> None:
+            self._loop = asyncio.get_running_loop()
+            server = FakeNNTPServer(self.script, self.host, feed=self.feed, port=self.port)
+            try:
+                await server.start()
+            except BaseException as error:
+                self._failure = error
+                self._ready.set()
+                return
+            self.server = server
+            self.port = server.port
+            self._ready.set()
+            await server.stopping.wait()
+
+        asyncio.run(serve())
+
+    def stop(self) -> None:
+        loop, server = self._loop, self.server
+        if loop is not None and server is not None and not loop.is_closed():
+            future = asyncio.run_coroutine_threadsafe(server.stop(), loop)
+            future.result(10)
+        if self._thread is not None:
+            self._thread.join(10)
+            self._thread = None
+
+    def __enter__(self) -> SampleServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,173 @@
+"""The sample news server through our own NNTP client: watermarks, overview (a block's stored zlib
+stream, any other range cut from it), yEnc bodies made from message-ids, real PAR2 index files that
+name obfuscated releases, and ARTICLE/HEAD/STAT."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from usenet_indexer.catalog.probe import name_from_par2
+from usenet_indexer.indexing import sample
+from usenet_indexer.indexing.naming import FileKind, file_kind
+from usenet_indexer.indexing.par2 import read_par2
+from usenet_indexer.nntp import Command, NoSuchArticle
+from usenet_indexer.nntp.client import NNTPClient
+from usenet_indexer.nntp.sample_server import PART_BYTES, SampleFeed, SampleServer, sample_groups
+from usenet_indexer.nntp.yenc import decode
+
+BLOCK = 2_000
+
+
+@pytest.fixture(scope="module")
+def feed() -> SampleFeed:
+    return SampleFeed(sample_groups(0.05), block_articles=BLOCK)
+
+
+@pytest.fixture(scope="module")
+def server(feed: SampleFeed) -> Iterator[SampleServer]:
+    with SampleServer(feed) as running:
+        yield running
+
+
+def client(server: SampleServer, **options: object) -> NNTPClient:
+    return NNTPClient("127.0.0.1", server.port, timeout=10.0, **options)  # type: ignore[arg-type]
+
+
+def test_the_same_seed_makes_the_same_groups(feed: SampleFeed) -> None:
+    again = SampleFeed(sample_groups(0.05), block_articles=BLOCK, start_time=feed.start_time)
+    for name in feed.groups:
+        low, high = feed.watermarks(name)
+        assert again.overview(name, low, high) == feed.overview(name, low, high)
+    other = SampleFeed(sample_groups(0.05), block_articles=BLOCK, seed=1, start_time=feed.start_time)
+    low, high = feed.watermarks(feed.groups[0])
+    assert other.overview(feed.groups[0], low, high) != feed.overview(feed.groups[0], low, high)
+
+
+async def test_group_and_overview_compressed_and_plain(feed: SampleFeed, server: SampleServer) -> None:
+    name = feed.groups[0]
+    low, high = feed.watermarks(name)
+    async with client(server) as gzip_client, client(server, compression="none") as plain_client:
+        info = await gzip_client.group(name)
+        assert (info.low, info.high) == (low, high)
+        await plain_client.group(name)
+        block = low - low % BLOCK + BLOCK  # a whole block: the stored stream, as it is
+        whole = await gzip_client.over_chunk(block, block + BLOCK - 1)
+        assert whole.encoding == "zlib"
+        assert whole.data == feed.overview_zlib(name, block, block + BLOCK - 1)
+        plain = await plain_client.over_chunk(block, block + BLOCK - 1)
+        assert whole.plain() == plain.data
+        # The group's first, partial block, and a range across two blocks, cut from them.
+        first = await gzip_client.over_chunk(low, low - low % BLOCK + BLOCK - 1)
+        assert first.data == feed.overview_zlib(name, low, low - low % BLOCK + BLOCK - 1)
+        across = await gzip_client.over_chunk(block + 500, block + BLOCK + 499)
+        numbers = across.article_numbers()
+        assert numbers == sorted(numbers)
+        assert numbers[0] >= block + 500 and numbers[-1] <= block + BLOCK + 499
+        assert len(numbers) > BLOCK * 0.9
+    everything = feed.overview(name, low, high).split(b"\r\n")[:-1]
+    assert len(everything) == feed.group(name)[0]  # type: ignore[index]
+    assert zlib.decompress(whole.data).split(b"\r\n")[:-1] == [
+        line for line in everything if block <= int(line.split(b"\t", 1)[0]) < block + BLOCK
+    ]
+
+
+async def test_bodies_decode_and_a_reposted_part_carries_the_same_bytes(
+    feed: SampleFeed, server: SampleServer
+) -> None:
+    name = feed.groups[1]
+    low, _high = feed.watermarks(name)
+    lines = [line.split(b"\t") for line in feed.overview(name, low, low + 3000).split(b"\r\n")[:-1]]
+    by_part: dict[bytes, list[bytes]] = {}
+    for fields in lines:
+        subject = fields[1]
+        by_part.setdefault(subject + fields[2], []).append(fields[4])
+    reposted = next(ids for ids in by_part.values() if len(ids) > 1)
+    async with client(server) as c:
+        for fields in lines[:50]:
+            decoded = decode(await c.body(fields[4].decode()))  # the CRC is checked
+            assert decoded.part is not None and decoded.total is not None
+            assert decoded.name in fields[1].decode()
+            if file_kind(decoded.name) is not FileKind.PAR2:
+                assert decoded.begin == (decoded.part - 1) * PART_BYTES + 1
+        copies = {decode(await c.body(mid.decode())).data for mid in reposted}
+        assert len(copies) == 1
+        with pytest.raises(NoSuchArticle):
+            await c.body("<part1of1.5.0@sample.usenet-indexer.invalid>")
+        with pytest.raises(NoSuchArticle):
+            await c.body("<nothing@example.com>")
+
+
+async def test_an_obfuscated_release_is_named_by_its_par2_index(
+    feed: SampleFeed, server: SampleServer, tmp_path: Path
+) -> None:
+    name = feed.groups[0]
+    low, high = feed.watermarks(name)
+    releases = feed.releases(name)
+    hidden = next(r for r in releases if r.kind == "obfuscated")
+    index_file = next(f for f in hidden.files if file_kind(f.name) is FileKind.PAR2)
+    lines = feed.overview(name, low, high).split(b"\r\n")
+    fields = next(ln.split(b"\t") for ln in lines if f'"{index_file.name}"'.encode() in ln)
+    async with client(server) as c:
+        par2 = decode(await c.body(fields[4].decode())).data
+        release_name, _files = name_from_par2(par2)
+        assert release_name == sample.unobfuscated(hidden)
+        assert release_name != hidden.collection
+        # The PAR2 describes the files exactly as their parts decode: par2cmdline verifies them.
+        parts: dict[str, dict[int, bytes]] = {}
+        for ln in lines:
+            cols = ln.split(b"\t")
+            rar = (
+                next((f for f in hidden.files if f'"{f.name}"'.encode() in cols[1]), None)
+                if len(cols) > 4
+                else None
+            )
+            if rar is not None and file_kind(rar.name) is FileKind.RAR:
+                decoded = decode(await c.body(cols[4].decode()))
+                parts.setdefault(rar.name, {})[decoded.part or 0] = decoded.data
+    index = read_par2(par2)
+    described = {f.name: f for f in index.files}
+    # A file of which every part was posted (the sample leaves a few out).
+    rar = next(f for f in hidden.files if len(parts.get(f.name, {})) == f.parts_total)
+    real = sample.unobfuscated_file(hidden, rar)
+    data = b"".join(part for _, part in sorted(parts[rar.name].items()))
+    assert described[real].hash_full == hashlib.md5(data).digest()
+    assert described[real].size == len(data)
+    tool = shutil.which("par2")
+    assert tool is not None, "the par2 command is missing: apt-get install -y par2"
+    (tmp_path / real).write_bytes(data)
+    (tmp_path / "x.par2").write_bytes(par2)
+    done = subprocess.run([tool, "verify", "x.par2"], cwd=tmp_path, capture_output=True, text=True)
+    assert f'Target: "{real}" - found.' in done.stdout, done.stdout
+    assert set(described) == {
+        sample.unobfuscated_file(hidden, f)
+        for f in hidden.files
+        if file_kind(f.name) not in (FileKind.PAR2, FileKind.PAR2_VOLUME)
+    }
+
+
+async def test_article_head_and_stat_by_number(feed: SampleFeed, server: SampleServer) -> None:
+    name = feed.groups[2]
+    low, _ = feed.watermarks(name)
+    first = feed.overview(name, low, low).split(b"\t")
+    async with client(server) as c:
+        await c.group(name)
+        article = await c.multiline(_command(f"ARTICLE {low}", 220))
+        head, _, body = article.partition(b"\r\n\r\n")
+        assert f"Message-ID: {first[4].decode()}".encode() in head
+        assert f"Subject: {first[1].decode()}".encode() in head
+        assert decode(body).data
+        stat = await c.simple(Command(f"STAT {first[4].decode()}"))
+        assert stat.code == 223
+        listed = await c.multiline(_command("LIST ACTIVE", 215))
+        assert name.encode() in listed
+
+
+def _command(text: str, code: int) -> Command:
+    return Command(text, frozenset({code}))
