@@ -384,6 +384,21 @@ def users_list(ctx: typer.Context) -> None:
         )
 
 
+@users_app.command("key")
+def users_key(ctx: typer.Context, name: str) -> None:
+    """Give a user a new API key and print it (shown once); the old key stops working."""
+    from usenet_indexer.coordinator.users import UserError
+
+    try:
+        key = services_of(ctx).users.new_key(name)
+    except UserError as error:
+        fail(str(error))
+    typer.echo(key)
+    typer.echo(
+        f"user {name} has a new API key (it is not shown again; the old one no longer works)", err=True
+    )
+
+
 @users_app.command("disable")
 def users_disable(ctx: typer.Context, name: str) -> None:
     """Refuse the user's API key from now on."""
@@ -419,57 +434,198 @@ def admin_hash_password(
 # -- serve ------------------------------------------------------------------------------------------
 
 
+HostOption = Annotated[str | None, typer.Option(help="Address to listen on (default 127.0.0.1)")]
+PortOption = Annotated[int | None, typer.Option(help="Port to listen on (default 8710; 0 picks a free one)")]
+NntpHostOption = Annotated[
+    str | None, typer.Option(help="The news server; with it the planner and prefetcher run")
+]
+NntpPortOption = Annotated[int | None, typer.Option(help="Its port (default 563 with --nntp-ssl, else 119)")]
+NntpSslOption = Annotated[
+    bool | None, typer.Option("--nntp-ssl/--no-nntp-ssl", help="NNTPS, certificates verified")
+]
+NntpUserOption = Annotated[str | None, typer.Option(help="AUTHINFO user")]
+NntpPasswordOption = Annotated[
+    str | None,
+    typer.Option(help="AUTHINFO password (visible to `ps`: prefer USENET_INDEXER_NNTP_PASSWORD)"),
+]
+NntpConnectionsOption = Annotated[int | None, typer.Option(help="Connections the account allows (default 8)")]
+
+
+def with_options(ctx: typer.Context, **given: object) -> Settings:
+    """The settings with the command's options that were given, validated as a whole (a user without
+    a password, a port out of range) like every setting."""
+    settings = settings_of(ctx)
+    given = {key: value for key, value in given.items() if value is not None}
+    if given:
+        try:
+            settings = Settings.model_validate({**settings.model_dump(), **given})
+        except ValueError as error:
+            fail(f"settings: {error}")
+        ctx.find_root().obj = settings
+    return settings
+
+
 @app.command()
 def serve(
     ctx: typer.Context,
-    host: Annotated[str | None, typer.Option(help="Address to listen on (default 127.0.0.1)")] = None,
-    port: Annotated[
-        int | None, typer.Option(help="Port to listen on (default 8710; 0 picks a free one)")
-    ] = None,
-    nntp_host: Annotated[
-        str | None, typer.Option(help="The news server; with it the planner and prefetcher run")
-    ] = None,
-    nntp_port: Annotated[
-        int | None, typer.Option(help="Its port (default 563 with --nntp-ssl, else 119)")
-    ] = None,
-    nntp_ssl: Annotated[
-        bool | None, typer.Option("--nntp-ssl/--no-nntp-ssl", help="NNTPS, certificates verified")
-    ] = None,
-    nntp_user: Annotated[str | None, typer.Option(help="AUTHINFO user")] = None,
-    nntp_password: Annotated[
-        str | None,
-        typer.Option(help="AUTHINFO password (visible to `ps`: prefer USENET_INDEXER_NNTP_PASSWORD)"),
-    ] = None,
-    nntp_connections: Annotated[
-        int | None, typer.Option(help="Connections the account allows (default 8)")
-    ] = None,
+    host: HostOption = None,
+    port: PortOption = None,
+    nntp_host: NntpHostOption = None,
+    nntp_port: NntpPortOption = None,
+    nntp_ssl: NntpSslOption = None,
+    nntp_user: NntpUserOption = None,
+    nntp_password: NntpPasswordOption = None,
+    nntp_connections: NntpConnectionsOption = None,
 ) -> None:
     """Run the coordinator: its HTTP API and its background loops (with a news server: the planner,
     prefetcher and corpus fill too)."""
     from usenet_indexer.coordinator.server import run_server
 
-    settings = settings_of(ctx)
-    if host is not None:
-        settings.host = host
-    if port is not None:
-        settings.port = port
-    news = {
-        "nntp_host": nntp_host,
-        "nntp_port": nntp_port,
-        "nntp_ssl": nntp_ssl,
-        "nntp_user": nntp_user,
-        "nntp_password": nntp_password,
-        "nntp_connections": nntp_connections,
-    }
-    given = {key: value for key, value in news.items() if value is not None}
-    if given:
-        try:
-            # Validated as a whole (user without password, a port out of range) like every setting.
-            settings = Settings.model_validate({**settings.model_dump(), **given})
-        except ValueError as error:
-            fail(f"news server settings: {error}")
-        ctx.find_root().obj = settings
+    with_options(
+        ctx,
+        host=host,
+        port=port,
+        nntp_host=nntp_host,
+        nntp_port=nntp_port,
+        nntp_ssl=nntp_ssl,
+        nntp_user=nntp_user,
+        nntp_password=nntp_password,
+        nntp_connections=nntp_connections,
+    )
     run_server(services_of(ctx))
+
+
+ViewOption = Annotated[str, typer.Option(help="auto (live on a terminal, else plain lines), live or plain")]
+WorkersOption = Annotated[
+    int | None, typer.Option(help="Edge worker processes (default: one per core)", min=1)
+]
+
+
+@app.command()
+def run(
+    ctx: typer.Context,
+    workers: WorkersOption = None,
+    host: HostOption = None,
+    port: PortOption = None,
+    nntp_host: NntpHostOption = None,
+    nntp_port: NntpPortOption = None,
+    nntp_ssl: NntpSslOption = None,
+    nntp_user: NntpUserOption = None,
+    nntp_password: NntpPasswordOption = None,
+    nntp_connections: NntpConnectionsOption = None,
+    batch_articles: Annotated[int, typer.Option(help="Articles per batch a worker posts", min=1)] = 500_000,
+    exit_when_done: Annotated[
+        bool, typer.Option(help="Stop once every group is indexed to its high watermark (scripts, tests)")
+    ] = False,
+    view: ViewOption = "auto",
+    status_seconds: Annotated[float, typer.Option(help="Plain view: a progress line this often")] = 10.0,
+) -> None:
+    """Run everything on this machine: the coordinator with all its loops and edge workers as child
+    processes. Needs a news server, like `serve`. Ctrl-C stops; the next `run` resumes."""
+    from usenet_indexer.local.run import RunError, RunOptions, run_until_stopped
+
+    if view not in ("auto", "live", "plain"):
+        fail(f"--view: auto, live or plain, not {view!r}")
+    settings = with_options(
+        ctx,
+        host=host,
+        port=port,
+        nntp_host=nntp_host,
+        nntp_port=nntp_port,
+        nntp_ssl=nntp_ssl,
+        nntp_user=nntp_user,
+        nntp_password=nntp_password,
+        nntp_connections=nntp_connections,
+    )
+    if not settings.news_servers():
+        fail(
+            "no news server: give one with --nntp-host (and --nntp-port, --nntp-ssl, --nntp-user; the "
+            "password in USENET_INDEXER_NNTP_PASSWORD), or try `usenet-indexer demo` with sample data"
+        )
+    options = RunOptions(batch_articles=batch_articles)
+    if workers is not None:
+        options.workers = workers
+    try:
+        code = run_until_stopped(
+            services_of(ctx),
+            options,
+            view_mode=view,
+            exit_when_done=exit_when_done,
+            status_seconds=status_seconds,
+        )
+    except RunError as error:
+        fail(str(error))
+    raise typer.Exit(code)
+
+
+@app.command()
+def demo(
+    ctx: typer.Context,
+    workers: WorkersOption = None,
+    port: PortOption = None,
+    exit_when_done: Annotated[
+        bool, typer.Option(help="Stop once the sample is indexed and the addresses printed (tests)")
+    ] = False,
+    view: ViewOption = "auto",
+    scale: Annotated[
+        float, typer.Option(help="Articles in the sample groups, relative to the ~300,000 of the demo")
+    ] = 1.0,
+) -> None:
+    """`run` against a sample news server on loopback (generated postings, not Usenet), in
+    DATA_DIR/demo: indexes its groups, prints the web UI, a newznab search URL and an NZB it fetched,
+    then serves until Ctrl-C."""
+    from usenet_indexer.local.demo import run_demo
+    from usenet_indexer.local.run import RunError
+
+    if view not in ("auto", "live", "plain"):
+        fail(f"--view: auto, live or plain, not {view!r}")
+    if scale <= 0:
+        fail(f"--scale must be above 0, not {scale}")
+    try:
+        code = run_demo(
+            settings_of(ctx),
+            workers=workers,
+            port=port,
+            exit_when_done=exit_when_done,
+            view_mode=view,
+            scale=scale,
+        )
+    except RunError as error:
+        fail(str(error))
+    raise typer.Exit(code)
+
+
+@app.command("sample-server")
+def sample_server(
+    port: Annotated[int, typer.Option(help="Port to listen on (0 picks a free one)")] = 11119,
+    host: Annotated[str, typer.Option(help="Address to listen on")] = "127.0.0.1",
+    scale: Annotated[float, typer.Option(help="Articles, relative to the demo's ~300,000")] = 1.0,
+    block_articles: Annotated[
+        int, typer.Option(help="Overview stored in blocks of this many articles (match chunk_articles)")
+    ] = 20_000,
+) -> None:
+    """Serve the demo's sample groups (generated postings, not Usenet) over NNTP until Ctrl-C; point
+    `run --nntp-host 127.0.0.1 --nntp-port PORT` at it."""
+    import signal
+    import threading
+
+    from usenet_indexer.nntp.sample_server import SampleFeed, SampleServer, sample_groups
+
+    if scale <= 0:
+        fail(f"--scale must be above 0, not {scale}")
+    typer.echo("generating the sample groups …", err=True)
+    feed = SampleFeed(sample_groups(scale), block_articles=block_articles)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    with SampleServer(feed, host=host, port=port) as server:
+        for name in feed.groups:
+            low, high = feed.watermarks(name)
+            typer.echo(f"{name}: articles {low}–{high}")
+        typer.echo(
+            f"sample news server listening on {host}:{server.port} (sample data, not Usenet)", err=True
+        )
+        stop.wait()
 
 
 # -- edge -------------------------------------------------------------------------------------------
@@ -511,9 +667,10 @@ def edge(
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    if count > 1 and not os.environ.get("EDGE_CHILD"):
-        from usenet_indexer.edge.supervisor import supervise
+    from usenet_indexer.edge.supervisor import supervise, watch_parent
 
+    watch_parent(stop)  # a supervised child stops when its supervisor is gone
+    if count > 1 and not os.environ.get("EDGE_CHILD"):
         args = [
             "edge",
             f"--batch-articles={batch_articles}",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any
+from typing import Any, TextIO
 
 import structlog
 
@@ -20,27 +20,46 @@ class _CurrentStderr:
         sys.stderr.flush()
 
 
-def configure_logging(level: str = "INFO", fmt: str = "auto") -> None:
+class _EchoWarnings:
+    """A processor for logging to a file (``run``'s live view owns the terminal): warnings and errors
+    are also written to the terminal, rendered for people, above the view."""
+
+    LEVELS = frozenset({"warning", "error", "critical", "exception"})
+
+    def __init__(self) -> None:
+        self.renderer = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+
+    def __call__(self, logger: Any, method: str, event: Any) -> Any:
+        if method in self.LEVELS:
+            sys.stderr.write(str(self.renderer(logger, method, dict(event))) + "\n")
+        return event
+
+
+def configure_logging(level: str = "INFO", fmt: str = "auto", *, file: TextIO | None = None) -> None:
+    """Log lines to stderr; with ``file``, to that file instead (JSON), warnings also to stderr."""
     if fmt == "auto":
-        fmt = "console" if sys.stderr.isatty() else "json"
+        fmt = "console" if sys.stderr.isatty() and file is None else "json"
     renderer: Any = (
         structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
         if fmt == "console"
         else structlog.processors.JSONRenderer()
     )
-    logging.basicConfig(level=level.upper(), stream=_CurrentStderr(), format="%(message)s", force=True)
+    stream: Any = _CurrentStderr() if file is None else file
+    logging.basicConfig(level=level.upper(), stream=stream, format="%(message)s", force=True)
     # One line per HTTP call from the edge worker's client would drown what matters.
     logging.getLogger("httpx").setLevel(logging.WARNING)
+    echo: list[Any] = [] if file is None else [_EchoWarnings()]
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,
+            *echo,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
-        logger_factory=structlog.PrintLoggerFactory(_CurrentStderr()),  # type: ignore[arg-type]
+        logger_factory=structlog.PrintLoggerFactory(stream),
         cache_logger_on_first_use=False,
     )
 

@@ -57,6 +57,19 @@ class Nodes:
             assert row is not None
             return int(row["id"]), token
 
+    def issue(self, name: str) -> tuple[int, str]:
+        """The node's id and a new token, adding the node when it is missing; an existing node's old
+        token stops working and the node is enabled (``run`` does this for its workers at every start)."""
+        if not NODE_NAME.match(name):
+            raise NodeError(f"not a node name: {name!r} (up to 64 letters, digits, . _ -)")
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        with self.db.transaction() as tx:
+            row = tx.one("node_set_token", {"name": name, "token_hash": hash_token(token)})
+            if row is None:
+                row = tx.one("node_insert", {"name": name, "token_hash": hash_token(token)})
+            assert row is not None
+            return int(row["id"]), token
+
     def authenticate(self, token: str | None) -> int:
         """The node id for a bearer token; Unauthorized or NodeDisabled otherwise."""
         if not token or not token.startswith(TOKEN_PREFIX) or len(token) > 200:

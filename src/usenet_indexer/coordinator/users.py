@@ -88,6 +88,14 @@ class Users:
             assert row is not None
             return int(row["id"]), key
 
+    def new_key(self, name: str) -> str:
+        """A new API key for an existing user (shown once); the old key stops working."""
+        key = secrets.token_hex(16)
+        with self.db.transaction() as tx:
+            if tx.one("user_set_key", {"name": name, "api_key_hash": hash_key(key)}) is None:
+                raise UserError(f"no user {name}")
+        return key
+
     def set_enabled(self, name: str, enabled: bool) -> None:
         with self.db.transaction() as tx:
             if tx.one("user_set_enabled", {"name": name, "enabled": enabled}) is None:

@@ -45,6 +45,10 @@ SELECT n.*, {now} AS now,
        (SELECT count(*) FROM ranges r WHERE r.node_id = n.id AND r.status = 'leased') AS leased
 FROM nodes n ORDER BY n.name
 
+-- name: node_set_token
+-- A node's new token (the old one stops working): `run` issues its workers' tokens at every start.
+UPDATE nodes SET token_hash = :token_hash, enabled = TRUE WHERE name = :name RETURNING id
+
 -- name: node_set_enabled
 UPDATE nodes SET enabled = :enabled WHERE name = :name RETURNING id
 

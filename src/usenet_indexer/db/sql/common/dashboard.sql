@@ -52,3 +52,7 @@ RETURNING id
 -- name: range_retry_forget_chunks
 -- ... and its chunks' corrupt reports forgotten: the retry goes down the corrupt path from the start.
 DELETE FROM plain_chunks WHERE range_id = :range_id
+
+-- name: dashboard_probes
+-- The probe queue by status (queued and working: obfuscated releases still to be named).
+SELECT status, count(*) AS n FROM probe_queue GROUP BY status

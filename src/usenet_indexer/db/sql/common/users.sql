@@ -12,6 +12,9 @@ SELECT * FROM users WHERE name = :name
 SELECT id, name, api_key_hash, enabled, requests_per_day, downloads_per_day FROM users
 WHERE api_key_hash = :api_key_hash
 
+-- name: user_set_key
+UPDATE users SET api_key_hash = :api_key_hash WHERE name = :name RETURNING id
+
 -- name: user_set_enabled
 UPDATE users SET enabled = :enabled WHERE name = :name RETURNING id
 

@@ -16,3 +16,10 @@ WHERE release_key IN (
   ORDER BY created_at LIMIT :n
   FOR UPDATE SKIP LOCKED)
 RETURNING release_key, par2_message_id, nfo_message_id, attempts
+
+-- name: dashboard_group_releases
+-- Releases found per group: new ones counted by the batches that stored them (a release cross-posted
+-- to several groups counts where it was first stored). From the batch log: one row per batch.
+SELECT r.group_id, COALESCE(SUM((b.result::json ->> 'new')::bigint), 0) AS releases
+FROM batch_log b JOIN ranges r ON r.id = b.range_id
+GROUP BY r.group_id

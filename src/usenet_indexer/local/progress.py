@@ -1,0 +1,195 @@
+"""What ``run`` shows and when it is done: figures read from the store with the web dashboard's queries,
+and rates worked out from how they change.
+
+The store only learns of progress when a batch is stored (every ``--batch-articles`` articles per
+worker), so rates are averaged over a sliding window (``RATE_WINDOW_SECONDS``) of snapshots: a
+shorter one would show bursts and zeros between batches.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from usenet_indexer.coordinator.services import Services
+
+RATE_WINDOW_SECONDS = 10.0
+# Headers are summed over every batch a node ever posted (the dashboard's query with this window).
+_ALL_TIME = 1e12
+
+
+@dataclass(frozen=True, slots=True)
+class Lane:
+    """A group's tail or history: articles planned (``articles``), read, and read per second."""
+
+    ranges: int = 0
+    articles: int = 0
+    read: int = 0
+    rate: float = 0.0
+
+    @property
+    def fraction(self) -> float:
+        return self.read / self.articles if self.articles else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class GroupProgress:
+    id: int
+    name: str
+    enabled: bool
+    low: int | None
+    high: int | None
+    error: str | None
+    statuses: dict[str, int]
+    tail: Lane
+    history: Lane
+    releases: int  # found in this group's batches (new releases)
+
+    @property
+    def planned(self) -> bool:
+        return self.high is not None
+
+    @property
+    def pending_ranges(self) -> int:
+        return self.statuses.get("planned", 0) + self.statuses.get("leased", 0)
+
+    @property
+    def failed_ranges(self) -> int:
+        return self.statuses.get("failed", 0)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerProgress:
+    name: str
+    live_leases: int
+    headers: int  # every header its batches stored
+    rate: float  # headers per second over the window
+    last_seen_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    at: float  # time.monotonic() when read
+    groups: list[GroupProgress]
+    workers: list[WorkerProgress]
+    releases: int
+    complete: int
+    probes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def read(self) -> int:
+        return sum(g.tail.read + g.history.read for g in self.groups)
+
+    @property
+    def rate(self) -> float:
+        return sum(g.tail.rate + g.history.rate for g in self.groups)
+
+    @property
+    def probes_pending(self) -> int:
+        return self.probes.get("queued", 0) + self.probes.get("working", 0)
+
+    @property
+    def done(self) -> bool:
+        """Every enabled group read from the news server at least once (or failing there) and every
+        range of it done or failed, and no obfuscated release still waiting for its probe."""
+        enabled = [g for g in self.groups if g.enabled]
+        return (
+            bool(enabled)
+            and all((g.planned or g.error) and g.pending_ranges == 0 for g in enabled)
+            and self.probes_pending == 0
+        )
+
+
+class _Rates:
+    """Per-key rates over a sliding window of (time, value) samples."""
+
+    def __init__(self, window: float) -> None:
+        self.window = window
+        self.samples: deque[tuple[float, dict[object, float]]] = deque()
+
+    def add(self, at: float, values: dict[object, float]) -> Callable[[object], float]:
+        self.samples.append((at, values))
+        while len(self.samples) > 2 and at - self.samples[1][0] >= self.window:
+            self.samples.popleft()
+        then, old = self.samples[0]
+        span = at - then
+
+        def rate(key: object) -> float:
+            if span <= 0 or key not in old:
+                return 0.0
+            return max(0.0, (values.get(key, 0.0) - old[key]) / span)
+
+        return rate
+
+
+class ProgressReader:
+    """Reads a :class:`Snapshot`; keep one reader for a run (it remembers earlier snapshots for rates).
+    ``nodes``: only these workers (``run``'s own), default every node."""
+
+    def __init__(
+        self, services: Services, nodes: set[str] | None = None, window: float = RATE_WINDOW_SECONDS
+    ) -> None:
+        self.services = services
+        self.nodes = nodes
+        self._lanes = _Rates(window)
+        self._workers = _Rates(window)
+
+    def read(self) -> Snapshot:
+        services = self.services
+        summaries = services.groups.summaries()
+        with services.db.transaction(write=False) as tx:
+            lanes = tx.run("dashboard_lanes")
+            workers = tx.run(
+                "dashboard_workers", {"ttl": services.settings.lease_ttl_seconds, "window": _ALL_TIME}
+            )
+            catalog = tx.one("dashboard_catalog")
+            found = {int(r["group_id"]): int(r["releases"]) for r in tx.run("dashboard_group_releases")}
+            probes = {str(r["status"]): int(r["n"]) for r in tx.run("dashboard_probes")}
+        at = time.monotonic()
+        by_lane = {(int(r["group_id"]), str(r["lane"])): r for r in lanes}
+        lane_rate = self._lanes.add(at, {key: float(r["read"]) for key, r in by_lane.items()})
+        chosen = [w for w in workers if self.nodes is None or w["name"] in self.nodes]
+        worker_rate = self._workers.add(at, {str(w["name"]): float(w["recent_headers"]) for w in chosen})
+
+        def lane(group_id: int, name: str) -> Lane:
+            row = by_lane.get((group_id, name))
+            if row is None:
+                return Lane()
+            return Lane(
+                int(row["ranges"]), int(row["articles"]), int(row["read"]), lane_rate((group_id, name))
+            )
+
+        assert catalog is not None
+        return Snapshot(
+            at=at,
+            groups=[
+                GroupProgress(
+                    id=g.id,
+                    name=g.name,
+                    enabled=g.enabled,
+                    low=g.low_water,
+                    high=g.high_water,
+                    error=g.error,
+                    statuses=dict(g.ranges),
+                    tail=lane(g.id, "tail"),
+                    history=lane(g.id, "history"),
+                    releases=found.get(g.id, 0),
+                )
+                for g in summaries
+            ],
+            workers=[
+                WorkerProgress(
+                    name=str(w["name"]),
+                    live_leases=int(w["live_leases"]),
+                    headers=int(w["recent_headers"]),
+                    rate=worker_rate(str(w["name"])),
+                    last_seen_at=w["last_seen_at"],
+                )
+                for w in chosen
+            ],
+            releases=int(catalog["releases"]),
+            complete=int(catalog["complete"]),
+            probes=probes,
+        )

@@ -1,0 +1,325 @@
+"""``usenet-indexer run``: the whole system on one machine, in one command.
+
+In this process: the coordinator's HTTP app (uvicorn, on a thread) and its background loops (planner,
+prefetcher, corpus fill, probe, clean-up, finish-abandoned: ``coordinator/server.py``), exactly as
+``serve`` runs them. As child processes: ``--workers`` edge workers (``usenet-indexer edge``, under the
+edge supervisor), each with a node and token of its own, talking to the coordinator over loopback the
+way a worker on another machine would — the same node API, the same leases, the same fencing.
+
+Stopping (Ctrl-C, SIGTERM) goes in this order, so that nothing is lost and the next ``run`` resumes
+where this one stopped:
+
+1. the workers get SIGTERM: each posts what it indexed since its last batch (moving its range's
+   resume point) and gives its range back (``release``) while the coordinator still answers;
+2. the HTTP server stops;
+3. the loops stop (the probe finishes its round), releasing their ownership leases.
+
+A second Ctrl-C kills workers still running: their leases then lapse after the TTL, and everything
+their batches stored is kept (a batch and its resume point are one transaction).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+import uvicorn
+
+from usenet_indexer.coordinator.loops import LoopRunner
+from usenet_indexer.coordinator.news import NewsService
+from usenet_indexer.coordinator.server import background_loops, create_app, redacted
+from usenet_indexer.coordinator.services import Services
+from usenet_indexer.edge.supervisor import supervise
+from usenet_indexer.edge.worker import DEFAULT_BATCH_ARTICLES
+from usenet_indexer.local.progress import ProgressReader, Snapshot
+from usenet_indexer.local.view import View
+from usenet_indexer.logs import get_logger
+
+log = get_logger(__name__)
+
+
+class RunError(Exception):
+    """``run`` could not start (the port is taken, …): the message says what to do."""
+
+
+@dataclass
+class RunOptions:
+    workers: int = field(default_factory=lambda: os.cpu_count() or 1)
+    batch_articles: int = DEFAULT_BATCH_ARTICLES
+    # Workers ask for a range this often when there is none: the planner plans a new group's ranges
+    # a moment after start, and a worker that found nothing must not sleep through them (edge's
+    # default is 30 s).
+    idle_seconds: float = 5.0
+    grace_seconds: float = 120.0  # after SIGTERM, how long a worker may take to give its range back
+
+
+def worker_name(slot: int) -> str:
+    """The node name of worker ``slot`` of this machine's ``run``."""
+    host = re.sub(r"[^A-Za-z0-9._-]", "-", socket.gethostname().split(".")[0]) or "local"
+    return f"{host[:48]}-worker-{slot}"
+
+
+class LocalRun:
+    """The coordinator in this process and its workers in children; ``start()``, then ``stop()``."""
+
+    def __init__(
+        self,
+        services: Services,
+        options: RunOptions,
+        *,
+        news: NewsService | None = None,
+        worker_logs: Path | None = None,
+    ) -> None:
+        if options.workers < 1:
+            raise RunError(f"--workers must be at least 1, not {options.workers}")
+        self.services = services
+        self.options = options
+        self.news = news
+        self.worker_logs = worker_logs  # None: workers write to this process's stderr
+        self.url = ""
+        self.worker_names = [worker_name(slot) for slot in range(1, options.workers + 1)]
+        self.worker_pids: dict[int, int] = {}
+        self.kill = threading.Event()
+        self._server: uvicorn.Server | None = None
+        self._server_thread: threading.Thread | None = None
+        self._loops: LoopRunner | None = None
+        self._stop_workers = threading.Event()
+        self._supervisor: threading.Thread | None = None
+        self._outputs: list[IO[bytes]] = []
+        self.workers_exit: int | None = None
+
+    # -- start -----------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._start_server()
+        self._loops = background_loops(self.services, self.news)
+        self._loops.start()
+        self._start_workers()
+
+    def _start_server(self) -> None:
+        settings = self.services.settings
+        config = uvicorn.Config(
+            create_app(self.services),
+            host=settings.host,
+            port=settings.port,
+            log_config=None,
+            access_log=False,
+        )
+        server = uvicorn.Server(config)
+        # Not the main thread: uvicorn then leaves the signals to us (stop order matters, see above).
+        thread = threading.Thread(target=server.run, name="http", daemon=True)
+        thread.start()
+        while not server.started and thread.is_alive():
+            time.sleep(0.02)
+        if not server.started:
+            raise RunError(
+                f"the coordinator could not listen on {settings.host}:{settings.port} "
+                "(is another `serve` or `run` using it? pass --port, or --port 0 for any free one)"
+            )
+        host, port = server.servers[0].sockets[0].getsockname()[:2]
+        self._server, self._server_thread = server, thread
+        # Workers always come in over loopback, whatever address the HTTP server listens on.
+        local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+        self.url = f"http://{local}:{port}"
+
+    def _start_workers(self) -> None:
+        tokens = {
+            slot: self.services.nodes.issue(name)[1] for slot, name in enumerate(self.worker_names, start=1)
+        }
+        args = [
+            "edge",
+            f"--batch-articles={self.options.batch_articles}",
+            f"--idle-seconds={self.options.idle_seconds}",
+            "--processes=1",
+        ]
+
+        def env_for(slot: int) -> dict[str, str]:
+            return {"COORDINATOR_URL": self.url, "NODE_TOKEN": tokens[slot]}
+
+        output_for: Callable[[int], IO[bytes] | None] | None = None
+        if self.worker_logs is not None:
+            self.worker_logs.mkdir(parents=True, exist_ok=True)
+
+            def output_for(slot: int) -> IO[bytes] | None:
+                assert self.worker_logs is not None
+                out = (self.worker_logs / f"worker-{slot}.log").open("ab")
+                self._outputs.append(out)
+                return out
+
+        def run() -> None:
+            self.workers_exit = supervise(
+                self.options.workers,
+                args,
+                stop=self._stop_workers,
+                until_done=False,
+                env_for=env_for,
+                output_for=output_for,
+                detach=True,
+                grace_seconds=self.options.grace_seconds,
+                kill=self.kill,
+                on_start=lambda slot, pid: self.worker_pids.__setitem__(slot, pid),
+            )
+
+        self._supervisor = threading.Thread(target=run, name="edge-supervisor", daemon=True)
+        self._supervisor.start()
+
+    # -- stop ------------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Workers first (they give their ranges back), then the HTTP server, then the loops."""
+        self._stop_workers.set()
+        if self._supervisor is not None:
+            self._supervisor.join()
+            self._supervisor = None
+        for out in self._outputs:
+            out.close()
+        self._outputs.clear()
+        if self._server is not None and self._server_thread is not None:
+            self._server.should_exit = True
+            self._server_thread.join(15)
+            self._server = None
+        if self._loops is not None:
+            self._loops.stop()
+            self._loops = None
+
+    def header(self) -> list[str]:
+        settings = self.services.settings
+        servers = settings.news_servers()
+        news = (
+            f"{servers[0].host}:{servers[0].port or (563 if servers[0].ssl else 119)}" if servers else "none"
+        )
+        return [
+            f"usenet-indexer: web UI and newznab API at {self.url}/  ·  news server {news}  ·  "
+            f"{len(self.worker_names)} workers",
+            f"database {redacted(settings.database_url)}  ·  data {settings.data_dir}  ·  Ctrl-C stops "
+            "(run again to resume)",
+        ]
+
+
+def watch(
+    reader: ProgressReader,
+    view: View,
+    stop: threading.Event,
+    *,
+    until_done: bool = False,
+    refresh_seconds: float = 1.0,
+) -> Snapshot | None:
+    """Refresh the view until ``stop`` is set, or (``until_done``) until everything is indexed; the last
+    snapshot read."""
+    last: Snapshot | None = None
+    while True:
+        try:
+            last = reader.read()
+            view.update(last)
+        except Exception as error:  # the view must not end the run: a busy store, a migration
+            log.warning("run.progress_failed", error=f"{type(error).__name__}: {error}")
+        if until_done and last is not None and last.done:
+            return last
+        if stop.wait(refresh_seconds):
+            return last
+
+
+def install_signals(stop: threading.Event, kill: threading.Event) -> None:
+    """SIGINT and SIGTERM stop; a second one kills the workers still running."""
+
+    def handle(signum: int, frame: object) -> None:
+        if stop.is_set():
+            kill.set()
+        stop.set()
+
+    signal.signal(signal.SIGINT, handle)
+    signal.signal(signal.SIGTERM, handle)
+
+
+def summary(first: Snapshot | None, last: Snapshot | None, seconds: float) -> str:
+    if last is None:
+        return "stopped"
+    read = last.read - (first.read if first is not None else 0)
+    return (
+        f"{read:,} articles read in {seconds:,.0f} s; the catalog holds {last.releases:,} releases "
+        f"({last.complete:,} complete)"
+    )
+
+
+def run_until_stopped(
+    services: Services,
+    options: RunOptions,
+    *,
+    view_mode: str = "auto",
+    exit_when_done: bool = False,
+    status_seconds: float = 10.0,
+    news: NewsService | None = None,
+    when_done: Callable[[LocalRun, View], None] | None = None,
+) -> int:
+    """``run`` (and ``demo``): start, show progress until Ctrl-C — or until everything is indexed with
+    ``exit_when_done`` — and stop in order. ``when_done`` is called once when everything is indexed
+    the first time. Returns the exit code."""
+    import sys
+
+    from rich.console import Console
+
+    from usenet_indexer.local.view import LiveView, PlainView
+    from usenet_indexer.logs import configure_logging
+
+    settings = services.settings
+    live = view_mode == "live" or (view_mode == "auto" and sys.stdout.isatty())
+    logs = settings.data_dir / "logs"
+    log_file: IO[str] | None = None
+    if live:
+        # The view owns the terminal: log lines go to a file, warnings are shown above the view.
+        logs.mkdir(parents=True, exist_ok=True)
+        log_file = (logs / "run.log").open("a", buffering=1)
+        configure_logging(settings.log_level, "json", file=log_file)
+    stop = threading.Event()
+    local = LocalRun(services, options, news=news, worker_logs=logs if live else None)
+    install_signals(stop, local.kill)
+    try:
+        local.start()
+    except RunError:
+        local.stop()
+        raise
+    header = local.header()
+    if live:
+        header.append(f"logs in {logs}/ (run.log, worker-N.log)")
+    view: View = LiveView(Console(), header) if live else PlainView(sys.stdout, header, every=status_seconds)
+    reader = ProgressReader(services, set(local.worker_names))
+    began = time.monotonic()
+    first: Snapshot | None = None
+    last: Snapshot | None = None
+    view.start()
+    try:
+        first = reader.read()
+        if exit_when_done or when_done is not None:
+            last = watch(reader, view, stop, until_done=True)
+            if last is not None and last.done and not stop.is_set():
+                if when_done is not None:
+                    when_done(local, view)
+                if not exit_when_done:
+                    last = watch(reader, view, stop) or last
+        else:
+            last = watch(reader, view, stop)
+        done = last is not None and last.done and not stop.is_set()
+        view.print("all caught up; stopping" if done else "stopping: the workers give their ranges back…")
+    finally:
+        local.stop()
+        try:
+            last = reader.read()
+            view.update(last)
+        except Exception as error:  # the summary is not worth a traceback
+            log.warning("run.progress_failed", error=str(error))
+        view.stop()
+        if log_file is not None:
+            configure_logging(settings.log_level, settings.log_format)
+            log_file.close()
+    print(summary(first, last, time.monotonic() - began), flush=True)
+    if last is not None and not last.done:
+        print("run `usenet-indexer run` again to go on from here", flush=True)
+    return 0 if local.workers_exit in (0, None) else 1
