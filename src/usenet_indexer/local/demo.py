@@ -13,6 +13,7 @@ served without re-compressing), a probe and planning pass every few seconds.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -67,10 +68,8 @@ def demo_settings(settings: Settings, news_port: int, port: int | None) -> Setti
 def prepare(services: Services, feed: SampleFeed) -> str:
     """Add the sample groups (once) and give the demo user a new key; the key."""
     for name in feed.groups:
-        try:
+        with contextlib.suppress(GroupError):  # added by an earlier demo: it goes on from there
             services.groups.add(name)
-        except GroupError:
-            pass  # added by an earlier demo: it goes on from where that one stopped
     try:
         return services.users.add(DEMO_USER)[1]
     except UserError:
