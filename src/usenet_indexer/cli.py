@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from usenet_indexer.coordinator.services import Services, open_services
 from usenet_indexer.logs import configure_logging
 from usenet_indexer.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from usenet_indexer.coordinator.services import Services
+
+# The store's modules (SQLAlchemy, Alembic) are imported by the commands that use them: an edge worker
+# needs none of them, and starts a second sooner without (`run` starts one per core).
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="A distributed Usenet binary indexer.")
 db_app = typer.Typer(no_args_is_help=True, help="The store: schema migrations.")
@@ -61,6 +66,8 @@ def settings_of(ctx: typer.Context) -> Settings:
 
 
 def services_of(ctx: typer.Context) -> Services:
+    from usenet_indexer.coordinator.services import open_services
+
     services = open_services(settings_of(ctx))
     ctx.call_on_close(services.close)
     return services
