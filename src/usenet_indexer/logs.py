@@ -48,6 +48,8 @@ def configure_logging(level: str = "INFO", fmt: str = "auto", *, file: TextIO | 
     logging.basicConfig(level=level.upper(), stream=stream, format="%(message)s", force=True)
     # One line per HTTP call from the edge worker's client would drown what matters.
     logging.getLogger("httpx").setLevel(logging.WARNING)
+    # Alembic names every plugin it sets up (7 lines) each time a command applies migrations.
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
     echo: list[Any] = [] if file is None else [_EchoWarnings()]
     structlog.configure(
         processors=[

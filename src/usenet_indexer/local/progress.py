@@ -117,9 +117,10 @@ class _Rates:
         span = at - then
 
         def rate(key: object) -> float:
-            if span <= 0 or key not in old:
+            # A key the oldest sample lacks started from nothing since (a group planned meanwhile).
+            if span <= 0:
                 return 0.0
-            return max(0.0, (values.get(key, 0.0) - old[key]) / span)
+            return max(0.0, (values.get(key, 0.0) - old.get(key, 0.0)) / span)
 
         return rate
 

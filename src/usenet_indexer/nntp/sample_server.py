@@ -22,7 +22,8 @@ SHAKE-128 output keyed by (group, release, file, part) — the same for a repost
 yEnc-encoded (``=ybegin``/``=ypart``/``=yend`` with pcrc32). A release's PAR2 index file (``x.par2``) is
 a real PAR2 index (``indexing/par2_writer.py``) over the release's other files as their parts decode,
 naming them as they were before obfuscation: so the probe can name obfuscated releases, and a
-downloader could verify what it fetched.
+downloader could verify what it fetched. A recovery volume (``x.vol00+01.par2``) carries the same
+packets, padded to its parts' size, without recovery slices.
 """
 
 from __future__ import annotations
@@ -266,9 +267,13 @@ class SampleFeed:
         release = g.releases[g.release[offset]]
         index, part = g.file[offset], g.part[offset]
         f = release.files[index]
-        if file_kind(f.name) is FileKind.PAR2:
-            data = self._par2(g, g.release[offset])
-            body = yenc.encode(data, f.name, part=1, total=1, begin=1, file_size=len(data))
+        if file_kind(f.name) in (FileKind.PAR2, FileKind.PAR2_VOLUME):
+            data = self._par2_file(g, g.release[offset], f)
+            start = (part - 1) * PART_BYTES
+            piece = data[start : start + PART_BYTES] if part < f.parts_total else data[start:]
+            body = yenc.encode(
+                piece, f.name, part=part, total=f.parts_total, begin=start + 1, file_size=len(data)
+            )
         else:
             data = self.payload(g.spec.name, g.release[offset], index, part, f.parts_total)
             begin = (part - 1) * PART_BYTES + 1
@@ -320,6 +325,16 @@ class SampleFeed:
     def file_data(self, group: str, release: int, file: int) -> bytes:
         total = self._groups[group].releases[release].files[file].parts_total
         return b"".join(self.payload(group, release, file, p, total) for p in range(1, total + 1))
+
+    def _par2_file(self, g: _Group, release_index: int, f: sample.PlannedFile) -> bytes:
+        """A PAR2 file of the release: the index, or a "volume" carrying the same packets (no recovery
+        slices: the sample has nothing to repair) padded to its parts, as real volumes name the files
+        too (the probe falls back to the smallest volume when the index was not posted)."""
+        index = self._par2(g, release_index)
+        if f.parts_total == 1:
+            return index
+        size = (f.parts_total - 1) * PART_BYTES + PART_BYTES // 3
+        return index + b"\0" * max(0, size - len(index))
 
     def _par2(self, g: _Group, release_index: int) -> bytes:
         key = (g.index, release_index)

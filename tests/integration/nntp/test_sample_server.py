@@ -171,3 +171,23 @@ async def test_article_head_and_stat_by_number(feed: SampleFeed, server: SampleS
 
 def _command(text: str, code: int) -> Command:
     return Command(text, frozenset({code}))
+
+
+async def test_every_obfuscated_release_has_a_par2_file_that_names_it(
+    feed: SampleFeed, server: SampleServer
+) -> None:
+    """Where the index file was not posted (the sample leaves parts out), a recovery volume's first
+    part names the files too: the probe falls back to it."""
+    name = feed.groups[0]
+    low, high = feed.watermarks(name)
+    lines = [ln.split(b"\t") for ln in feed.overview(name, low, high).split(b"\r\n")[:-1]]
+    volumes = [
+        cols for cols in lines if b".vol" in cols[1] and b'.par2" yEnc (1/' in cols[1] and b"[" in cols[1]
+    ]
+    assert volumes
+    async with client(server) as c:
+        for cols in volumes[:5]:
+            decoded = decode(await c.body(cols[4].decode()))
+            assert decoded.part == 1
+            index = read_par2(decoded.data)
+            assert index.files and index.recovery_slices == 0
