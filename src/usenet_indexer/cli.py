@@ -577,6 +577,7 @@ def demo(
     scale: Annotated[
         float, typer.Option(help="Articles in the sample groups, relative to the ~300,000 of the demo")
     ] = 1.0,
+    batch_articles: Annotated[int, typer.Option(help="Articles per batch a worker posts", min=1)] = 10_000,
 ) -> None:
     """`run` against a sample news server on loopback (generated postings, not Usenet), in
     DATA_DIR/demo: indexes its groups, prints the web UI, a newznab search URL and an NZB it fetched,
@@ -596,6 +597,7 @@ def demo(
             exit_when_done=exit_when_done,
             view_mode=view,
             scale=scale,
+            batch_articles=batch_articles,
         )
     except RunError as error:
         fail(str(error))
@@ -616,22 +618,24 @@ def sample_server(
     import signal
     import threading
 
+    from usenet_indexer.edge.supervisor import watch_parent
     from usenet_indexer.nntp.sample_server import SampleFeed, SampleServer, sample_groups
 
     if scale <= 0:
         fail(f"--scale must be above 0, not {scale}")
-    typer.echo("generating the sample groups …", err=True)
-    feed = SampleFeed(sample_groups(scale), block_articles=block_articles)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
+    watch_parent(stop)  # started by `demo`: gone with it
+    typer.echo("generating the sample groups …", err=True)
+    feed = SampleFeed(sample_groups(scale), block_articles=block_articles)
     with SampleServer(feed, host=host, port=port) as server:
         for name in feed.groups:
             low, high = feed.watermarks(name)
-            typer.echo(f"{name}: articles {low}–{high}")
-        typer.echo(
-            f"sample news server listening on {host}:{server.port} (sample data, not Usenet)", err=True
-        )
+            count = feed.group(name)[0]  # type: ignore[index]
+            typer.echo(f"{name}: {count} articles, {low}-{high}")
+        # `demo` reads this line for the port.
+        typer.echo(f"sample news server listening on {host}:{server.port} (sample data, not Usenet)")
         stop.wait()
 
 

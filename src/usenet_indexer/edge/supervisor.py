@@ -5,7 +5,7 @@ crashed child restarted after a delay, SIGTERM passed on so each child gives its
 token (``env_for``), its own log file (``output_for``) and its own process group (``detach``): a
 terminal's Ctrl-C then reaches only the parent, which stops the workers first — they give their
 ranges back to the coordinator — and the coordinator after them. Every child is told its parent's pid
-(``EDGE_PARENT_PID``) and stops when the parent is gone, so a killed supervisor leaves no worker
+(``SUPERVISOR_PID``) and stops when the parent is gone, so a killed supervisor leaves no worker
 behind polling a coordinator that is not there.
 """
 
@@ -26,7 +26,7 @@ from usenet_indexer.logs import get_logger
 log = get_logger(__name__)
 
 RESTART_DELAY_SECONDS = float(os.environ.get("EDGE_RESTART_DELAY", "10"))
-PARENT_PID_VARIABLE = "EDGE_PARENT_PID"
+PARENT_PID_VARIABLE = "SUPERVISOR_PID"
 
 
 def supervise(
@@ -103,7 +103,8 @@ def supervise(
 
 
 def watch_parent(stop: threading.Event) -> None:
-    """In a supervised child: set ``stop`` once the parent that started us is gone."""
+    """In a supervised child (an edge worker, ``demo``'s sample server): set ``stop`` once the parent
+    that started us is gone."""
     expected = os.environ.get(PARENT_PID_VARIABLE)
     if not expected:
         return

@@ -1,7 +1,8 @@
 """``usenet-indexer demo``: ``run`` against the sample news server (nntp/sample_server.py), in
 ``DATA_DIR/demo`` so that sample data never mixes with a real catalog.
 
-It starts the sample server on a free loopback port, adds its groups, gives the user ``demo`` a new API
+It starts the sample server (``usenet-indexer sample-server``, a child process) on a free loopback
+port, adds its groups, gives the user ``demo`` a new API
 key, and runs everything until the groups are indexed and the obfuscated releases named. Then, through
 the newznab API as a client would, it searches and fetches one NZB into the data directory, prints the
 addresses, and serves on until Ctrl-C (or stops, with ``--exit-when-done``).
@@ -14,7 +15,12 @@ served without re-compressing), a probe and planning pass every few seconds.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import signal
+import subprocess
+import sys
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from urllib.parse import urlencode
@@ -24,9 +30,9 @@ import httpx
 from usenet_indexer.coordinator.groups import GroupError
 from usenet_indexer.coordinator.services import Services, open_services
 from usenet_indexer.coordinator.users import UserError
-from usenet_indexer.local.run import LocalRun, RunOptions, run_until_stopped
+from usenet_indexer.local.run import LocalRun, RunError, RunOptions, run_until_stopped
 from usenet_indexer.local.view import View
-from usenet_indexer.nntp.sample_server import SampleFeed, SampleServer, sample_groups
+from usenet_indexer.nntp.sample_server import sample_groups
 from usenet_indexer.settings import Settings
 
 DEMO_USER = "demo"
@@ -65,15 +71,69 @@ def demo_settings(settings: Settings, news_port: int, port: int | None) -> Setti
     return Settings.model_validate(values)
 
 
-def prepare(services: Services, feed: SampleFeed) -> str:
+def prepare(services: Services, groups: list[str]) -> str:
     """Add the sample groups (once) and give the demo user a new key; the key."""
-    for name in feed.groups:
+    for name in groups:
         with contextlib.suppress(GroupError):  # added by an earlier demo: it goes on from there
             services.groups.add(name)
     try:
         return services.users.add(DEMO_USER)[1]
     except UserError:
         return services.users.new_key(DEMO_USER)
+
+
+class SampleServerProcess:
+    """``usenet-indexer sample-server`` as a child process: a news server is a process of its own, and
+    generating the sample there overlaps with the coordinator's start (2 cores: each its own)."""
+
+    def __init__(self, scale: float, block_articles: int) -> None:
+        from usenet_indexer.edge.supervisor import PARENT_PID_VARIABLE
+
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "usenet_indexer",
+                "sample-server",
+                "--port=0",
+                f"--scale={scale}",
+                f"--block-articles={block_articles}",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env={**os.environ, PARENT_PID_VARIABLE: str(os.getpid())},
+            process_group=0,  # a terminal's Ctrl-C reaches the demo, which stops this last
+        )
+        self.port = 0
+        self.articles = 0
+
+    def wait_ready(self, timeout: float = 300.0) -> int:
+        """Wait for it to listen; its port."""
+        assert self.process.stdout is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            line = self.process.stdout.readline()
+            if not line:
+                break
+            if match := re.match(r".+: (\d+) articles, ", line):
+                self.articles += int(match.group(1))
+            if match := re.search(r"listening on [^:]+:(\d+)", line):
+                self.port = int(match.group(1))
+                return self.port
+        self.stop()
+        raise RunError(f"the sample news server did not start (exit code {self.process.poll()})")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
 
 
 def nzb_file_name(title: str) -> str:
@@ -125,21 +185,27 @@ def run_demo(
     exit_when_done: bool = False,
     view_mode: str = "auto",
     scale: float = 1.0,
+    batch_articles: int = 10_000,
 ) -> int:
     chunk = int(DEMO_SETTINGS["chunk_articles"])
-    print(f"generating the sample news server's groups (~{300_000 * scale:,.0f} articles) …", flush=True)
-    feed = SampleFeed(sample_groups(scale), block_articles=chunk)
-    with SampleServer(feed) as news:
-        print(
-            f"sample news server on 127.0.0.1:{news.port}: {feed.articles():,} articles in "
-            f"{', '.join(feed.groups)}",
-            flush=True,
-        )
-        demo = demo_settings(settings, news.port, port)
+    groups = [g.name for g in sample_groups(scale)]
+    print(f"starting the sample news server: generating ~{300_000 * scale:,.0f} articles …", flush=True)
+    news = SampleServerProcess(scale, chunk)
+    try:
+        # The store is migrated while the sample is generated; both need a core for a few seconds.
+        demo = demo_settings(settings, 0, port)
         services = open_services(demo)
         try:
-            key = prepare(services, feed)
-            options = RunOptions(idle_seconds=1.0)
+            news_port = news.wait_ready()
+            print(
+                f"sample news server on 127.0.0.1:{news_port}: {news.articles:,} articles in "
+                f"{', '.join(groups)} (sample data, not Usenet)",
+                flush=True,
+            )
+            # Now that the port is known (the store's parts do not depend on the news server).
+            services.settings = demo_settings(settings, news_port, port)
+            key = prepare(services, groups)
+            options = RunOptions(batch_articles=batch_articles, idle_seconds=1.0)
             if workers is not None:
                 options.workers = workers
             return run_until_stopped(
@@ -152,3 +218,5 @@ def run_demo(
             )
         finally:
             services.close()
+    finally:
+        news.stop()

@@ -90,7 +90,9 @@ class Feed(Protocol):
         """The same text as one zlib stream when the feed has it ready (else None: compressed here)."""
         ...
 
-    def article(self, message_id: str) -> FeedArticle | None: ...
+    def article(self, message_id: str, *, head: bool = True) -> FeedArticle | None:
+        """The article (``head=False``: its head may be left empty, for BODY and STAT)."""
+        ...
 
     def message_id(self, name: str, number: int) -> str | None:
         """The message-id of article ``number`` of a group (ARTICLE/BODY by number)."""
@@ -121,7 +123,7 @@ class MemoryFeed:
     def overview_zlib(self, name: str, first: int, last: int) -> bytes | None:
         return None
 
-    def article(self, message_id: str) -> FeedArticle | None:
+    def article(self, message_id: str, *, head: bool = True) -> FeedArticle | None:
         body = self.bodies.get(message_id)
         if body is None:
             return None
@@ -361,7 +363,8 @@ class _Session:
                 await self.send(b"423 No article with that number\r\n")
                 return
             self.article_number = number
-        found = feed.article(message_id) if message_id is not None else None
+        wants_head = verb in ("ARTICLE", "HEAD")
+        found = feed.article(message_id, head=wants_head) if message_id is not None else None
         if found is None:
             await self.send(b"430 No such article\r\n")
             return

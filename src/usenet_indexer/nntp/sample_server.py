@@ -258,7 +258,7 @@ class SampleFeed:
         f = g.releases[g.release[number - g.first]].files[g.file[number - g.first]]
         return f"<part{g.part[number - g.first]}of{f.parts_total}.{number}.{g.index}@{DOMAIN}>"
 
-    def article(self, message_id: str) -> FeedArticle | None:
+    def article(self, message_id: str, *, head: bool = True) -> FeedArticle | None:
         found = self._locate(message_id)
         if found is None:
             return None
@@ -279,7 +279,8 @@ class SampleFeed:
             begin = (part - 1) * PART_BYTES + 1
             size = (f.parts_total - 1) * PART_BYTES + self._size(f.parts_total, f.parts_total)
             body = yenc.encode(data, f.name, part=part, total=f.parts_total, begin=begin, file_size=size)
-        return FeedArticle(message_id, self._head(g, number, message_id), body)
+        # The head needs the article's overview line (a block to inflate): only for ARTICLE and HEAD.
+        return FeedArticle(message_id, self._head(g, number, message_id) if head else b"", body)
 
     def _locate(self, message_id: str) -> tuple[_Group, int] | None:
         match = _MESSAGE_ID.match(message_id)

@@ -55,3 +55,15 @@ def test_rules(run) -> None:  # type: ignore[no-untyped-def]
 
 def test_db_upgrade(run) -> None:  # type: ignore[no-untyped-def]
     assert "database at revision" in run("db", "upgrade")
+
+
+def test_users_key_replaces_the_old_key(run) -> None:  # type: ignore[no-untyped-def]
+    first = run("users", "add", "carol").splitlines()[0]
+    second = run("users", "key", "carol").splitlines()[0]
+    assert first != second and len(second) == 32
+    assert "no user nobody" in run("users", "key", "nobody", code=1)
+
+
+def test_run_needs_a_news_server(run) -> None:  # type: ignore[no-untyped-def]
+    out = run("run", "--workers", "1", code=1)
+    assert "no news server" in out and "usenet-indexer demo" in out
