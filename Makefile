@@ -7,9 +7,10 @@ export UV_LINK_MODE := copy
 sync:
 	$(UV) sync --locked
 
-# Runs the main job on the embedded default (SQLite under ./data): for now, the coordinator.
+# The main job on the embedded default (SQLite under ./data/demo) against the sample news server:
+# indexes its groups, prints the web UI, a newznab search URL and an NZB, serves until Ctrl-C.
 demo: sync
-	$(UV) run usenet-indexer serve
+	$(UV) run usenet-indexer demo
 
 # Everything the suite needs (system packages, servers), then lint, types and every test.
 test: sync system lint typecheck pytest
