@@ -152,8 +152,11 @@ def test_run_interrupted_by_ctrl_c_resumes_to_the_same_catalog(
     output = log.read_text()
     assert "stopping: the workers give their ranges back" in output
     assert "run `usenet-indexer run` again" in output
-    stored_before = stored_catalog(connect(interrupted))
-    assert stored_before
+    db = connect(interrupted)
+    try:
+        assert stored_catalog(db)  # what the first run stored is kept
+    finally:
+        db.close()
 
     # Resumed: to the end.
     second = start_run(
@@ -173,5 +176,9 @@ def test_run_interrupted_by_ctrl_c_resumes_to_the_same_catalog(
     assert len(resumed) == len(expected) > 100
     assert resumed == expected
     # Obfuscated releases were named by the probe in both (the PAR2 index files name them).
-    named = query(connect(interrupted), "SELECT count(*) AS n FROM releases WHERE name_source = 'par2'")
+    db = connect(interrupted)
+    try:
+        named = query(db, "SELECT count(*) AS n FROM releases WHERE name_source = 'par2'")
+    finally:
+        db.close()
     assert named[0]["n"] > 0
