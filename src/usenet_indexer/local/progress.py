@@ -77,6 +77,8 @@ class Snapshot:
     releases: int
     complete: int
     probes: dict[str, int] = field(default_factory=dict)
+    average_rate: float = 0.0  # articles/s from the first batch this run saw to the last
+
 
     @property
     def read(self) -> int:
@@ -136,7 +138,8 @@ class ProgressReader:
         self.nodes = nodes
         self._lanes = _Rates(window)
         self._workers = _Rates(window)
-
+        self._began: tuple[float, float] | None = None  # (time, articles read) before the first change
+        self._changed: tuple[float, float] | None = None  # the last change
     def read(self) -> Snapshot:
         services = self.services
         summaries = services.groups.summaries()
@@ -163,6 +166,14 @@ class ProgressReader:
             )
 
         assert catalog is not None
+        read = float(sum(int(r["read"]) for r in lanes))
+        if self._began is None or (self._changed is None and read == self._began[1]):
+            self._began = (at, read)
+        elif self._changed is None or read != self._changed[1]:
+            self._changed = (at, read)
+        average = 0.0
+        if self._changed is not None and self._changed[0] > self._began[0]:
+            average = (self._changed[1] - self._began[1]) / (self._changed[0] - self._began[0])
         return Snapshot(
             at=at,
             groups=[
@@ -193,4 +204,5 @@ class ProgressReader:
             releases=int(catalog["releases"]),
             complete=int(catalog["complete"]),
             probes=probes,
+            average_rate=average,
         )

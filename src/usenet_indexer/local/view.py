@@ -111,7 +111,8 @@ def render(snapshot: Snapshot, header: Sequence[str]) -> RenderableType:
         + (f"; {count(probes)} obfuscated releases to probe" if probes else "")
     )
     if snapshot.done:
-        totals.append("  — all caught up", style="bold green")
+        average = f" ({per_second(snapshot.average_rate)} on average)" if snapshot.average_rate else ""
+        totals.append(f"  — all caught up{average}", style="bold green")
     return Group(*(Text(line) for line in header), groups, workers, totals)
 
 

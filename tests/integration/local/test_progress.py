@@ -53,6 +53,7 @@ def test_progress_from_the_store(database_url: str, tmp_path: Path) -> None:
     (group,) = snapshot.groups
     assert group.history.articles == 2_500 and group.history.read == 300
     assert group.releases == 12
+    assert snapshot.average_rate > 0  # 300 articles since the first read
     assert group.pending_ranges == 3 and not snapshot.done
     assert [(w.name, w.headers, w.live_leases) for w in snapshot.workers] == [("w-1", 300, 1)]
     # Everything done, nothing to probe: done.
