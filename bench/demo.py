@@ -109,6 +109,7 @@ def run_demo(workers: int, scale: float, folder: Path, batch: int | None) -> Run
         f"--scale={scale}",
         "--exit-when-done",
         "--view=plain",
+        "--live-seconds=0",  # everything posted at once: the rate is the pipeline's, not the posting's
         *([f"--batch-articles={batch}"] if batch else []),
     ]
     env = {k: v for k, v in os.environ.items() if not k.startswith("USENET_INDEXER_")}

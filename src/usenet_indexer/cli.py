@@ -578,6 +578,10 @@ def demo(
         float, typer.Option(help="Articles in the sample groups, relative to the ~300,000 of the demo")
     ] = 1.0,
     batch_articles: Annotated[int, typer.Option(help="Articles per batch a worker posts", min=1)] = 10_000,
+    live_seconds: Annotated[
+        float,
+        typer.Option(help="The sample server posts the last tenth of each group over this long (0: none)"),
+    ] = 20.0,
 ) -> None:
     """`run` against a sample news server on loopback (generated postings, not Usenet), in
     DATA_DIR/demo: indexes its groups, prints the web UI, a newznab search URL and an NZB it fetched,
@@ -598,6 +602,7 @@ def demo(
             view_mode=view,
             scale=scale,
             batch_articles=batch_articles,
+            live_seconds=live_seconds,
         )
     except RunError as error:
         fail(str(error))
@@ -612,6 +617,9 @@ def sample_server(
     block_articles: Annotated[
         int, typer.Option(help="Overview stored in blocks of this many articles (match chunk_articles)")
     ] = 20_000,
+    live_seconds: Annotated[
+        float, typer.Option(help="Post the last tenth of each group over this many seconds (0: all at once)")
+    ] = 0.0,
 ) -> None:
     """Serve the demo's sample groups (generated postings, not Usenet) over NNTP until Ctrl-C; point
     `run --nntp-host 127.0.0.1 --nntp-port PORT` at it."""
@@ -628,7 +636,11 @@ def sample_server(
         signal.signal(sig, lambda *_: stop.set())
     watch_parent(stop)  # started by `demo`: gone with it
     typer.echo("generating the sample groups …", err=True)
-    feed = SampleFeed(sample_groups(scale), block_articles=block_articles)
+    if live_seconds < 0:
+        fail(f"--live-seconds must be >= 0, not {live_seconds}")
+    feed = SampleFeed(
+        sample_groups(scale), block_articles=block_articles, live_fraction=0.1, live_seconds=live_seconds
+    )
     with SampleServer(feed, host=host, port=port) as server:
         for name in feed.groups:
             low, high = feed.watermarks(name)

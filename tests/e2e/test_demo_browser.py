@@ -31,7 +31,16 @@ def demo(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], dict[str, str]
     env = settings_env("", tmp_path / "data")
     del env["USENET_INDEXER_DATABASE_URL"]  # the demo's own SQLite file under DATA_DIR/demo
     process = subprocess.Popen(
-        [sys.executable, "-m", "usenet_indexer", "demo", "--port=0", "--workers=2", "--scale=0.1"],
+        [
+            sys.executable,
+            "-m",
+            "usenet_indexer",
+            "demo",
+            "--port=0",
+            "--workers=2",
+            "--scale=0.1",
+            "--live-seconds=6",  # the groups grow: their tail is planned and indexed as it arrives
+        ],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -79,13 +88,17 @@ def test_demo_dashboard_search_and_nzb_in_chromium(
     assert url.startswith("http://127.0.0.1:")
     assert any("sample data" in line for line in printed)
 
-    # The dashboard while the demo serves: every sample group read to the end, releases, the workers.
+    # The dashboard while the demo serves: every sample group read to the end (its history, and the
+    # tail that arrived meanwhile), releases, the workers.
     page.goto(url + "/")
     expect(page.locator("#groups")).to_be_visible()
     for group in SAMPLE_GROUPS:
         row = page.locator("#groups tr", has_text=group.name)
         expect(row).to_have_count(1)
-        expect(row.locator("[role=progressbar]").first).to_have_attribute("aria-valuenow", "100.0")
+        bars = row.locator("[role=progressbar]")
+        expect(bars).to_have_count(2)  # tail and history
+        for i in range(2):
+            expect(bars.nth(i)).to_have_attribute("aria-valuenow", "100.0")
     releases = int(page.locator("#card-releases .value").inner_text().replace(",", ""))
     assert releases > 100
     headers_per_second = float(page.locator("#card-rate .value").inner_text().replace(",", ""))

@@ -40,7 +40,10 @@ SEARCH_WORDS = "harbor"  # in the sample's movie and TV titles ("Quiet.Harbor", 
 DEMO_SETTINGS = {
     "range_articles": 50_000,
     "chunk_articles": 10_000,
-    "planner_period_seconds": 10.0,
+    # The groups grow while the demo runs (the sample server's live part): their tail is planned
+    # every few seconds, whatever arrived (a real group waits for tail_min_articles).
+    "tail_min_articles": 1,
+    "planner_period_seconds": 3.0,
     "probe_period_seconds": 2.0,
     "prefetch_idle_seconds": 0.5,
 }
@@ -86,7 +89,7 @@ class SampleServerProcess:
     """``usenet-indexer sample-server`` as a child process: a news server is a process of its own, and
     generating the sample there overlaps with the coordinator's start (2 cores: each its own)."""
 
-    def __init__(self, scale: float, block_articles: int) -> None:
+    def __init__(self, scale: float, block_articles: int, live_seconds: float) -> None:
         from usenet_indexer.edge.supervisor import PARENT_PID_VARIABLE
 
         self.process = subprocess.Popen(
@@ -98,6 +101,7 @@ class SampleServerProcess:
                 "--port=0",
                 f"--scale={scale}",
                 f"--block-articles={block_articles}",
+                f"--live-seconds={live_seconds}",
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -107,6 +111,7 @@ class SampleServerProcess:
         )
         self.port = 0
         self.articles = 0
+        self.highs: dict[str, int] = {}  # each group's high watermark once everything is posted
 
     def wait_ready(self, timeout: float = 300.0) -> int:
         """Wait for it to listen; its port."""
@@ -116,8 +121,9 @@ class SampleServerProcess:
             line = self.process.stdout.readline()
             if not line:
                 break
-            if match := re.match(r".+: (\d+) articles, ", line):
-                self.articles += int(match.group(1))
+            if match := re.match(r"(\S+): (\d+) articles, \d+-(\d+)", line):
+                self.articles += int(match.group(2))
+                self.highs[match.group(1)] = int(match.group(3))
             if match := re.search(r"listening on [^:]+:(\d+)", line):
                 self.port = int(match.group(1))
                 return self.port
@@ -186,20 +192,22 @@ def run_demo(
     view_mode: str = "auto",
     scale: float = 1.0,
     batch_articles: int = 10_000,
+    live_seconds: float = 20.0,
 ) -> int:
     chunk = int(DEMO_SETTINGS["chunk_articles"])
     groups = [g.name for g in sample_groups(scale)]
     print(f"starting the sample news server: generating ~{300_000 * scale:,.0f} articles …", flush=True)
-    news = SampleServerProcess(scale, chunk)
+    news = SampleServerProcess(scale, chunk, live_seconds)
     try:
         # The store is migrated while the sample is generated; both need a core for a few seconds.
         demo = demo_settings(settings, 0, port)
         services = open_services(demo)
         try:
             news_port = news.wait_ready()
+            live = f"; a tenth more arrive over {live_seconds:.0f} s" if live_seconds else ""
             print(
                 f"sample news server on 127.0.0.1:{news_port}: {news.articles:,} articles in "
-                f"{', '.join(groups)} (sample data, not Usenet)",
+                f"{', '.join(groups)} (sample data, not Usenet{live})",
                 flush=True,
             )
             # Now that the port is known (the store's parts do not depend on the news server).
@@ -215,6 +223,10 @@ def run_demo(
                 exit_when_done=exit_when_done,
                 status_seconds=5.0,
                 when_done=lambda local, view: show_results(local, view, key, demo.data_dir),
+                # Done when the groups are indexed up to what the sample server will have posted.
+                done=lambda snapshot: (
+                    snapshot.done and all(g.high == news.highs.get(g.name, g.high) for g in snapshot.groups)
+                ),
             )
         finally:
             services.close()

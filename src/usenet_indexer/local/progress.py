@@ -79,7 +79,6 @@ class Snapshot:
     probes: dict[str, int] = field(default_factory=dict)
     average_rate: float = 0.0  # articles/s from the first batch this run saw to the last
 
-
     @property
     def read(self) -> int:
         return sum(g.tail.read + g.history.read for g in self.groups)
@@ -140,6 +139,7 @@ class ProgressReader:
         self._workers = _Rates(window)
         self._began: tuple[float, float] | None = None  # (time, articles read) before the first change
         self._changed: tuple[float, float] | None = None  # the last change
+
     def read(self) -> Snapshot:
         services = self.services
         summaries = services.groups.summaries()

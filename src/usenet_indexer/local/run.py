@@ -211,9 +211,10 @@ def watch(
     *,
     until_done: bool = False,
     refresh_seconds: float = 1.0,
+    done: Callable[[Snapshot], bool] = lambda snapshot: snapshot.done,
 ) -> Snapshot | None:
-    """Refresh the view until ``stop`` is set, or (``until_done``) until everything is indexed; the last
-    snapshot read."""
+    """Refresh the view until ``stop`` is set, or (``until_done``) until everything is indexed (``done``);
+    the last snapshot read."""
     last: Snapshot | None = None
     while True:
         try:
@@ -221,7 +222,7 @@ def watch(
             view.update(last)
         except Exception as error:  # the view must not end the run: a busy store, a migration
             log.warning("run.progress_failed", error=f"{type(error).__name__}: {error}")
-        if until_done and last is not None and last.done:
+        if until_done and last is not None and done(last):
             return last
         if stop.wait(refresh_seconds):
             return last
@@ -258,6 +259,7 @@ def run_until_stopped(
     status_seconds: float = 10.0,
     news: NewsService | None = None,
     when_done: Callable[[LocalRun, View], None] | None = None,
+    done: Callable[[Snapshot], bool] = lambda snapshot: snapshot.done,
 ) -> int:
     """``run`` (and ``demo``): start, show progress until Ctrl-C — or until everything is indexed with
     ``exit_when_done`` — and stop in order. ``when_done`` is called once when everything is indexed
@@ -298,16 +300,16 @@ def run_until_stopped(
     try:
         first = reader.read()
         if exit_when_done or when_done is not None:
-            last = watch(reader, view, stop, until_done=True)
-            if last is not None and last.done and not stop.is_set():
+            last = watch(reader, view, stop, until_done=True, done=done)
+            if last is not None and done(last) and not stop.is_set():
                 if when_done is not None:
                     when_done(local, view)
                 if not exit_when_done:
                     last = watch(reader, view, stop) or last
         else:
             last = watch(reader, view, stop)
-        done = last is not None and last.done and not stop.is_set()
-        view.print("all caught up; stopping" if done else "stopping: the workers give their ranges back…")
+        finished = last is not None and done(last) and not stop.is_set()
+        view.print("all caught up; stopping" if finished else "stopping: the workers give their ranges back…")
     finally:
         local.stop()
         try:

@@ -80,7 +80,7 @@ def state_key(g: GroupProgress) -> str:
         return "error"
     if not g.planned:
         return "unplanned"
-    return "working" if g.pending_ranges else "caught-up"
+    return "planned"  # working or caught up: that flips with every tail range of a growing group
 
 
 def render(snapshot: Snapshot, header: Sequence[str]) -> RenderableType:

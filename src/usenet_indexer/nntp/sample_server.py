@@ -37,7 +37,7 @@ import time
 import zlib
 from array import array
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from usenet_indexer.articles import aligned
@@ -126,12 +126,25 @@ class SampleFeed:
         seed: int = SEED,
         block_articles: int = 20_000,
         start_time: int | None = None,
+        live_fraction: float = 0.0,
+        live_seconds: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if block_articles < 1:
             raise ValueError(f"block_articles must be >= 1, not {block_articles}")
+        if not 0.0 <= live_fraction < 1.0 or live_seconds < 0:
+            raise ValueError(
+                f"live_fraction in [0, 1) and live_seconds >= 0, not {live_fraction}, {live_seconds}"
+            )
         self.seed = seed
         self.block_articles = block_articles
         self.start_time = _start_time() if start_time is None else start_time
+        # Posted while the server runs: the last live_fraction of each group appears over live_seconds
+        # from start_live(), so a reader sees the groups grow (their tail), as a real group does.
+        self.live_fraction = live_fraction if live_seconds > 0 else 0.0
+        self.live_seconds = live_seconds
+        self.clock = clock
+        self._live_from: float | None = None
         self._groups: dict[str, _Group] = {}
         self._order: list[_Group] = []
         self._lock = threading.Lock()  # the caches below (the server's loop and tests' threads)
@@ -194,8 +207,35 @@ class SampleFeed:
         return sum(g.count for g in self._order)
 
     def watermarks(self, name: str) -> tuple[int, int]:
+        """The group's low and high watermarks once everything is posted."""
         g = self._groups[name]
         return g.first, g.last
+
+    # -- growing groups --------------------------------------------------------------------------
+
+    def start_live(self) -> None:
+        """From now on the live part of each group is posted (the server calls it when it starts)."""
+        if self._live_from is None:
+            self._live_from = self.clock()
+
+    def posted(self) -> bool:
+        """Everything posted (always, without a live part)."""
+        return self._progress() >= 1.0
+
+    def _progress(self) -> float:
+        if not self.live_fraction:
+            return 1.0
+        if self._live_from is None:
+            return 0.0
+        return min(1.0, (self.clock() - self._live_from) / self.live_seconds)
+
+    def _high(self, g: _Group) -> int:
+        """The group's high watermark now."""
+        if not self.live_fraction:
+            return g.last
+        span = g.last - g.first + 1
+        hidden = g.first + int(span * (1.0 - self.live_fraction))
+        return hidden - 1 + int((g.last - hidden + 1) * self._progress())
 
     def releases(self, name: str) -> list[sample.PlannedRelease]:
         return list(self._groups[name].releases)
@@ -207,7 +247,12 @@ class SampleFeed:
 
     def group(self, name: str) -> tuple[int, int, int] | None:
         g = self._groups.get(name)
-        return None if g is None else (g.count, g.first, g.last)
+        if g is None:
+            return None
+        high = self._high(g)
+        # GROUP's count is an estimate (RFC 3977 6.1.1): the posted share of the group's articles.
+        count = g.count if high == g.last else round(g.count * (high - g.first + 1) / (g.last - g.first + 1))
+        return count, g.first, high
 
     def overview_zlib(self, name: str, first: int, last: int) -> bytes | None:
         g = self._groups.get(name)
@@ -216,7 +261,9 @@ class SampleFeed:
         start = first - first % self.block_articles
         end = start + self.block_articles - 1
         # The stored stream holds exactly the block's articles: served as it is when the request
-        # covers all the block's articles and nothing outside it.
+        # covers all the block's articles and nothing outside it, and all of them are posted.
+        if min(end, g.last) > self._high(g):
+            return None
         if first >= start and last <= end and first <= max(start, g.first) and last >= min(end, g.last):
             return g.blocks.get(start)
         return None
@@ -225,7 +272,7 @@ class SampleFeed:
         g = self._groups.get(name)
         if g is None:
             return b""
-        first, last = max(first, g.first), min(last, g.last)
+        first, last = max(first, g.first), min(last, self._high(g))
         out: list[bytes] = []
         for start, end in aligned(first, last, self.block_articles) if first <= last else []:
             block = start - start % self.block_articles
@@ -253,7 +300,7 @@ class SampleFeed:
 
     def message_id(self, name: str, number: int) -> str | None:
         g = self._groups.get(name)
-        if g is None or not g.first <= number <= g.last or g.release[number - g.first] < 0:
+        if g is None or not g.first <= number <= self._high(g) or g.release[number - g.first] < 0:
             return None
         f = g.releases[g.release[number - g.first]].files[g.file[number - g.first]]
         return f"<part{g.part[number - g.first]}of{f.parts_total}.{number}.{g.index}@{DOMAIN}>"
@@ -395,6 +442,7 @@ class SampleServer:
                 return
             self.server = server
             self.port = server.port
+            self.feed.start_live()
             self._ready.set()
             await server.stopping.wait()
 

@@ -191,3 +191,26 @@ async def test_every_obfuscated_release_has_a_par2_file_that_names_it(
             assert decoded.part == 1
             index = read_par2(decoded.data)
             assert index.files and index.recovery_slices == 0
+
+
+def test_a_live_feed_grows_while_the_server_runs() -> None:
+    now = [0.0]
+    feed = SampleFeed(
+        sample_groups(0.05), block_articles=BLOCK, live_fraction=0.2, live_seconds=10.0, clock=lambda: now[0]
+    )
+    name = feed.groups[0]
+    low, last = feed.watermarks(name)
+    count, _, high = feed.group(name)  # type: ignore[misc]
+    assert high < last and not feed.posted()
+    feed.start_live()
+    now[0] = 5.0
+    count_later, _, later = feed.group(name)  # type: ignore[misc]
+    assert high < later < last and count < count_later
+    text = feed.overview(name, low, last)
+    assert int(text.split(b"\r\n")[-2].split(b"\t", 1)[0]) <= later  # nothing past the high watermark
+    block = later - later % BLOCK
+    assert feed.overview_zlib(name, block, block + BLOCK - 1) is None  # a block not all posted
+    assert feed.message_id(name, last) is None
+    now[0] = 10.0
+    assert feed.group(name)[2] == last and feed.posted()  # type: ignore[index]
+    assert feed.overview_zlib(name, block, block + BLOCK - 1) is not None
