@@ -182,3 +182,40 @@ def test_run_interrupted_by_ctrl_c_resumes_to_the_same_catalog(
     finally:
         db.close()
     assert named[0]["n"] > 0
+
+
+def supervised_by(pid: int) -> list[int]:
+    """Processes started by ``run`` process ``pid`` (their environment names it), wherever they are now."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if f"SUPERVISOR_PID={pid}".encode() in environ:
+            found.append(int(entry.name))
+    return found
+
+
+def test_workers_do_not_outlive_a_killed_run(
+    tmp_path: Path, feed: SampleFeed, slow_server: SampleServer
+) -> None:
+    """``run`` killed outright (SIGKILL: no clean stop) leaves no worker behind retrying its coordinator."""
+    url = f"sqlite:///{tmp_path / 'killed.db'}"
+    add_groups(url, tmp_path / "k", feed)
+    log = tmp_path / "killed.log"
+    process = start_run(url, tmp_path / "k", slow_server.port, log)
+    deadline = time.monotonic() + 60
+    while counts(url).get("leased", 0) == 0:
+        assert process.poll() is None and time.monotonic() < deadline, log.read_text()[-4000:]
+        time.sleep(0.05)
+    workers = supervised_by(process.pid)
+    assert len(workers) == 2
+    process.kill()
+    process.wait(10)
+    deadline = time.monotonic() + 20
+    while supervised_by(process.pid):
+        assert time.monotonic() < deadline, f"workers still running: {supervised_by(process.pid)}"
+        time.sleep(0.2)

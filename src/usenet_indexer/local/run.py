@@ -229,15 +229,16 @@ def watch(
 
 
 def install_signals(stop: threading.Event, kill: threading.Event) -> None:
-    """SIGINT and SIGTERM stop; a second one kills the workers still running."""
+    """SIGINT, SIGTERM and SIGHUP (the terminal closed) stop in order; a second one kills the workers
+    still running."""
 
     def handle(signum: int, frame: object) -> None:
         if stop.is_set():
             kill.set()
         stop.set()
 
-    signal.signal(signal.SIGINT, handle)
-    signal.signal(signal.SIGTERM, handle)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, handle)
 
 
 def summary(first: Snapshot | None, last: Snapshot | None, seconds: float) -> str:
