@@ -19,6 +19,7 @@ from usenet_indexer.coordinator.planning import STORED_PRIORITY
 from usenet_indexer.coordinator.prefetcher import Prefetcher
 from usenet_indexer.coordinator.server import background_loops
 from usenet_indexer.coordinator.services import Services
+from usenet_indexer.leases.audit import audit
 from usenet_indexer.storage.corpus import CorpusRange
 from usenet_indexer.wire.chunks import inflate_chunk
 
@@ -79,6 +80,9 @@ async def test_captured_ranges_go_to_the_corpus_and_are_reindexed_without_the_se
                 await asyncio.to_thread(index_range, services, node) == range_id
             )  # … and it is indexed again
             assert len(server.commands) == commands
+            # The second pass is the range's record: each article once, the audit clean.
+            report = audit(services.db, ttl=services.settings.lease_ttl_seconds, max_per_group=2)
+            assert report.problems == []
         finally:
             prefetcher.close()
             await asyncio.to_thread(news.close)
