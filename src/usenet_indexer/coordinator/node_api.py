@@ -187,6 +187,7 @@ def node_router(services: Services, metrics: Metrics) -> APIRouter:
                 "name": granted.group,
                 "lane": granted.lane,
                 "epoch": granted.epoch,
+                "ttl": settings.lease_ttl_seconds,
             },
             "snapshot": None
             if granted.snapshot_next is None
