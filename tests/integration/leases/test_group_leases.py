@@ -127,6 +127,7 @@ def test_a_lane_waits_for_its_next_range_rather_than_skipping_it(
     services: Services, node: int, other_node: int
 ) -> None:
     group = plan(services, "alt.binaries.a", 1, 2_999)
+    query(services.db, "UPDATE ranges SET spooled_chunks = 1 WHERE start_id = 1")  # leased first
     held_elsewhere = services.ranges.lease(other_node)  # a plain lease from before the lane was held
     assert held_elsewhere is not None
     assert held_elsewhere.start == 1
