@@ -87,7 +87,12 @@ def background_loops(services: Services, news: NewsService | None = None) -> Loo
     the prefetcher, the corpus fill and the probe, which share one connection pool (coordinator/news.py)."""
     settings = services.settings
     ttl = settings.lease_ttl_seconds
-    ownership = OwnershipLeases(services.db, holder_name(), ttl_seconds=30.0, renew_seconds=10.0)
+    ownership = OwnershipLeases(
+        services.db,
+        holder_name(),
+        ttl_seconds=settings.ownership_ttl_seconds,
+        renew_seconds=settings.ownership_renew_seconds,
+    )
     runner = LoopRunner(ownership)
     cleanup = SpoolCleanup(services)
     runner.add("finish-abandoned", min(30.0, ttl / 2), cleanup.finish_abandoned)
