@@ -118,14 +118,15 @@ def probe_work(services: Services, news: NewsService) -> Callable[[], bool]:
     """The catalog's Prober (PAR2 bodies of obfuscated releases) as a loop's work, on the shared pool;
     True when it took a full batch (more may be queued)."""
     prober = Prober(services.db, news.body)
+    bound = min(PROBE_ROUND_SECONDS, services.settings.ownership_ttl_seconds / 2)
 
     def work() -> bool:
         try:
             # Bounded like every loop's work (the ownership lease is renewed between works); probes cut
             # off here stay "working" until the queue's stale limit hands them out again.
-            results = asyncio.run(asyncio.wait_for(prober.run_once(), PROBE_ROUND_SECONDS))
+            results = asyncio.run(asyncio.wait_for(prober.run_once(), bound))
         except TimeoutError:
-            log.warning("probe.round_late", action=f"cut off after {PROBE_ROUND_SECONDS:.0f} s")
+            log.warning("probe.round_late", action=f"cut off after {bound:.0f} s")
             return False
         return len(results) >= prober.batch
 
