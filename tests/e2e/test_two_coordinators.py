@@ -42,7 +42,7 @@ from usenet_indexer.storage.s3 import S3BlobStore
 GROUP = "alt.binaries.two.coordinators"
 LOOPS = {"planner", "prefetcher", "corpus-fill", "probe", "finish-abandoned", "spool-cleanup"}
 TTL = 3.0  # range leases
-OWNERSHIP_TTL = 4.0  # the loops' ownership leases: renewed every second, taken over after 4 s
+OWNERSHIP_TTL = 6.0  # the loops' ownership leases: renewed every 2 s, taken over after 6 s
 SIZES: dict[str, Any] = {
     "lease_ttl_seconds": TTL,
     "max_leases_per_group": 4,  # one group, four workers: all of them busy
@@ -51,7 +51,7 @@ SIZES: dict[str, Any] = {
     "era_articles": 1_000_000,
     "stream_keepalive_seconds": 0.5,
     "ownership_ttl_seconds": OWNERSHIP_TTL,
-    "ownership_renew_seconds": 1.0,
+    "ownership_renew_seconds": 2.0,
     # Every loop's work well inside the ownership TTL (renewals happen between works).
     "prefetch_round_seconds": 0.5,
     "prefetch_idle_seconds": 0.2,
