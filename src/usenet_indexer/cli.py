@@ -447,6 +447,7 @@ def serve(
     """Run the coordinator: its HTTP API and its background loops (with a news server: the planner,
     prefetcher and corpus fill too)."""
     from usenet_indexer.coordinator.server import run_server
+    from usenet_indexer.storage.blobs import BlobError
 
     settings = settings_of(ctx)
     if host is not None:
@@ -469,7 +470,12 @@ def serve(
         except ValueError as error:
             fail(f"news server settings: {error}")
         ctx.find_root().obj = settings
-    run_server(services_of(ctx))
+    services = services_of(ctx)
+    try:
+        services.blobs.check()  # a bucket that is not there: said now, not as every chunk's failure
+    except BlobError as error:
+        fail(f"storage: {error}")
+    run_server(services)
 
 
 # -- edge -------------------------------------------------------------------------------------------

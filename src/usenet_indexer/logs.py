@@ -31,6 +31,10 @@ def configure_logging(level: str = "INFO", fmt: str = "auto") -> None:
     logging.basicConfig(level=level.upper(), stream=_CurrentStderr(), format="%(message)s", force=True)
     # One line per HTTP call from the edge worker's client would drown what matters.
     logging.getLogger("httpx").setLevel(logging.WARNING)
+    # boto3 (S3 storage): its INFO lines say where credentials were found, and its DEBUG lines carry
+    # signed request headers; neither belongs in our logs, whatever log_level is.
+    for name in ("boto3", "botocore", "s3transfer", "urllib3"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,

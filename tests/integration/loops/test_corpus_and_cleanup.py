@@ -244,7 +244,7 @@ def test_settings_name_the_news_servers(tmp_path: Any, monkeypatch: Any) -> None
         '[[nntp_fill_servers]]\nhost = "fill.example.net"\nconnections = 2\n'
     )
     monkeypatch.setenv("USENET_INDEXER_CONFIG", str(config))
-    monkeypatch.setenv("USENET_INDEXER_NNTP_PASSWORD", "secret")
+    monkeypatch.setenv("USENET_INDEXER_NNTP_PASSWORD", "pa55-n3ws")
     monkeypatch.setenv("USENET_INDEXER_NNTP_CONNECTIONS", "20")
     settings = Settings(data_dir=tmp_path)
     primary, fill = settings.news_servers()
@@ -254,6 +254,6 @@ def test_settings_name_the_news_servers(tmp_path: Any, monkeypatch: Any) -> None
         True,
         20,
     )
-    assert primary.password is not None and primary.password.get_secret_value() == "secret"
+    assert primary.password is not None and primary.password.get_secret_value() == "pa55-n3ws"
     assert (fill.host, fill.port, fill.priority, fill.connections) == ("fill.example.net", 119, 1, 2)
-    assert "secret" not in repr(settings)
+    assert "pa55-n3ws" not in repr(settings)  # the value; "secret" is in a setting's name
