@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from operator import itemgetter, lt
 from typing import NamedTuple
 
+from usenet_indexer.indexing import _native
 from usenet_indexer.indexing.fragment import (
     Batch,
     FileFragment,
@@ -174,7 +175,11 @@ class RangeIndexer:
         resume_at: int,
         rules: RuleSet,
         fmt: OverviewFormat = DEFAULT_FORMAT,
+        *,
+        native: bool | None = None,
     ) -> None:
+        """``native``: use the C accelerator (True: required), the pure-Python loops (False), or the
+        accelerator when it is built (None, the default); see _native.py. The batches are the same."""
         if not 0 <= start <= end <= MAX_NUMBER:
             raise IndexerError(f"range [{start}, {end}] is not a range of article numbers")
         if not start <= resume_at <= end + 1:
@@ -194,7 +199,18 @@ class RangeIndexer:
         self._infos: dict[tuple[str, str, int], _FileInfo] = {}
         self._keys: dict[tuple[str, str, int], str] = {}
         self._dates: dict[bytes, int | None] = {}
+        if native and _native.speedups is None:
+            raise IndexerError(f"the native accelerator is not available: {_native.REASON}")
+        self._speedups = None if native is False else _native.speedups
+        self._fields = (fmt.need, fmt.subject, fmt.poster, fmt.date, fmt.message_id, fmt.size)
+        if self._speedups is not None and fmt.need > self._speedups.MAX_FIELDS:
+            self._speedups = None  # an overview of that many fields is read by the Python loop
         self._reset_batch()
+
+    @property
+    def native(self) -> bool:
+        """Whether this indexer runs the C accelerator."""
+        return self._speedups is not None
 
     # ---- the worker's interface ------------------------------------------------------------------
 
@@ -217,11 +233,20 @@ class RangeIndexer:
                 f"this one ends at {next_article - 1}"
             )
         lo, hi = self._next, next_article - 1
-        lines = split_lines(chunk)
-        if chunk_is_clean(chunk, lines):
-            self._fast(lines, lo, hi)
+        if self._speedups is not None:
+            # The fast loop in C; it stops where _fast would hand over (at 0 for a chunk that is not clean).
+            at, count = self._speedups.scan(chunk, self._accs, self._slow_line, lo, hi, self._fields)
+            if at == count:
+                self._counts.headers += count
+                self._counts.gaps += (hi - lo + 1) - count
+            else:
+                self._hand_over(split_lines(chunk), at, lo, hi)
         else:
-            self._careful(lines, 0, lo, hi, set())
+            lines = split_lines(chunk)
+            if chunk_is_clean(chunk, lines):
+                self._fast(lines, lo, hi)
+            else:
+                self._careful(lines, 0, lo, hi, set())
         self._next = next_article
         for acc in self._files.values():
             acc.compact()
@@ -333,8 +358,11 @@ class RangeIndexer:
             self._counts.headers += len(lines)
             self._counts.gaps += (hi - lo + 1) - len(lines)
             return
+        self._hand_over(lines, _position(lines, line), lo, hi)
+
+    def _hand_over(self, lines: list[bytes], at: int, lo: int, hi: int) -> None:
+        """The careful loop from ``lines[at]``, after the fast loop read the lines before it."""
         # Lines before the odd one were in span, ascending and whole: each is one distinct article.
-        at = _position(lines, line)
         seen = {int(earlier.split(_TAB, 1)[0]) for earlier in lines[:at]}
         self._counts.headers += at
         self._careful(lines, at, lo, hi, seen)

@@ -1,0 +1,40 @@
+"""The optional C accelerator of the range indexer, or None: one place decides which path runs.
+
+``_speedups`` (``_speedups.c``) holds native twins of the indexer's two hot paths, the fast loop over a
+clean chunk and the building of a file's columns at take(). It is compiled by the build hook
+(hatch_build.py) when a C compiler and the Python headers are there; when it is not, or when
+``USENET_INDEXER_PURE=1`` is set, the pure-Python code runs instead. Both give the same batches
+(tests/unit/indexing compare them); the native one is about twice as fast (bench/index.py).
+
+Like httpx's ``_decoders``, the import is tried once here and everything else asks this module.
+``PATH`` says which path is in use and ``REASON`` why; the edge worker logs both when it starts.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from types import ModuleType
+
+PURE_ENV = "USENET_INDEXER_PURE"
+
+
+def _load() -> tuple[ModuleType | None, str]:
+    if os.environ.get(PURE_ENV, "").strip() not in ("", "0"):
+        return None, f"{PURE_ENV} is set"
+    try:
+        from usenet_indexer.indexing import _speedups
+    except ImportError as error:
+        return None, (
+            f"the C extension is not built ({error}); `uv sync --reinstall-package usenet-indexer` "
+            "builds it where a C compiler and the Python headers are installed"
+        )
+    return _speedups, "the C extension _speedups is built"
+
+
+speedups, REASON = _load()
+PATH = "native" if speedups is not None else "pure"
+
+logging.getLogger(__name__).debug("indexing: %s path (%s)", PATH, REASON)
+
+__all__ = ["PATH", "PURE_ENV", "REASON", "speedups"]

@@ -1,0 +1,556 @@
+/* Optional native accelerator for the range indexer (indexer.py); see _native.py for how it is picked.
+
+Everything here has a pure-Python twin that stays the reference: tests/unit/indexing compare the two on
+generated and golden input. The rule that keeps them equal is that this code only ever does the plain
+case and hands anything unusual back to the Python code that already handles it:
+
+* scan() is indexer.py's fast loop (RangeIndexer._fast) over a whole chunk, without making a Python
+  object per field. A line whose file is not known, or whose part counter or size is not plain digits,
+  goes to the Python slow_line (as one list of fields, exactly as line.split(b"\t") makes it); a line
+  that is not plainly well formed (missing fields, an odd number, out of order) stops the scan, and the
+  caller hands the rest of the chunk to the careful loop, as _fast does.
+* columns() is the in-order case of RangeIndexer._file_fragment: a file's columns sorted by part,
+  message-ids without angle brackets. It returns None for a file holding any value the Python code
+  would count as malformed, and the Python code walks that file.
+
+Numbers are read only when they are 1 to 18 ASCII digits (they then fit an int64); Python's int() also
+takes signs, blanks and underscores, and those lines take the Python path, which reads them the same way
+it always has.
+*/
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_SUBJECT (8 * 1024) /* overview.MAX_SUBJECT: a line no longer cannot hold a longer subject */
+#define MAX_DIGITS 18          /* up to 18 digits always fit an int64 */
+#define MAX_FIELDS 64          /* a LIST OVERVIEW.FMT needing more fields is read by the Python loop */
+#define CACHE_SIZE 32          /* files a scan keeps pending between two calls into Python */
+
+static PyObject *s_segs, *s_mids, *s_ts, *s_poster, *s_last, *s_last_date, *s_frombytes, *s_append;
+static PyObject *array_type; /* array.array */
+
+/* ---- small readers ------------------------------------------------------------------------------ */
+
+/* 1 to 18 ASCII digits, nothing else: the value, or -1. */
+static inline int64_t
+digits(const char *p, const char *e)
+{
+    Py_ssize_t n = e - p;
+    if (n < 1 || n > MAX_DIGITS)
+        return -1;
+    int64_t v = 0;
+    for (; p < e; p++) {
+        unsigned d = (unsigned char)*p - '0';
+        if (d > 9)
+            return -1;
+        v = v * 10 + d;
+    }
+    return v;
+}
+
+/* Well-formed UTF-8 exactly as CPython's strict decoder takes it (Unicode table 3-7: no overlongs, no
+   surrogates, nothing above U+10FFFF). */
+static int
+utf8_valid(const unsigned char *s, Py_ssize_t n)
+{
+    Py_ssize_t i = 0;
+    while (i < n) {
+        /* ASCII a word at a time */
+        while (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (w & 0x8080808080808080ULL)
+                break;
+            i += 8;
+        }
+        if (i >= n)
+            break;
+        unsigned c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        if (c >= 0xC2 && c <= 0xDF) {
+            if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80)
+                return 0;
+            i += 2;
+        }
+        else if (c >= 0xE0 && c <= 0xEF) {
+            if (i + 2 >= n)
+                return 0;
+            unsigned c1 = s[i + 1];
+            unsigned lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+            if (c1 < lo || c1 > hi || (s[i + 2] & 0xC0) != 0x80)
+                return 0;
+            i += 3;
+        }
+        else if (c >= 0xF0 && c <= 0xF4) {
+            if (i + 3 >= n)
+                return 0;
+            unsigned c1 = s[i + 1];
+            unsigned lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+            if (c1 < lo || c1 > hi || (s[i + 2] & 0xC0) != 0x80 || (s[i + 3] & 0xC0) != 0x80)
+                return 0;
+            i += 4;
+        }
+        else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* overview.split_lines(data) has this many lines: split on LF, a last empty piece dropped. */
+static Py_ssize_t
+count_lines(const char *data, Py_ssize_t len, Py_ssize_t *longest)
+{
+    const char *p = data, *end = data + len;
+    Py_ssize_t n = 0, most = 0;
+    while (p < end) {
+        const char *eol = memchr(p, '\n', end - p);
+        if (eol == NULL)
+            eol = end;
+        if (eol - p > most)
+            most = eol - p;
+        n++;
+        p = eol + 1;
+    }
+    *longest = most;
+    return n;
+}
+
+/* overview.chunk_is_clean: no NUL, valid UTF-8, no line longer than MAX_SUBJECT. */
+static int
+clean(const char *data, Py_ssize_t len, Py_ssize_t longest)
+{
+    if (memchr(data, 0, len) != NULL)
+        return 0;
+    if (!utf8_valid((const unsigned char *)data, len))
+        return 0;
+    return longest <= MAX_SUBJECT;
+}
+
+/* ---- scan: the fast loop ------------------------------------------------------------------------ */
+
+/* A file of the batch (a _FileAcc) met during one scan, with the segments read for it since the scan
+   last called into Python. They are written to the _FileAcc (segs.frombytes, one joined block of
+   message-ids appended to mids, last, last_date) before any Python code runs: the slow line may append
+   to the same file, and the order of its segments must be the order of its lines. */
+typedef struct {
+    PyObject *head;   /* the key in the accs dict (bytes) */
+    PyObject *acc;    /* the _FileAcc */
+    PyObject *ts;     /* acc.ts and acc.poster when looked up: nothing can change them until the */
+    PyObject *poster; /* scan calls into Python, and the cache is emptied then */
+    int64_t *segs;    /* pending (part, size, article) triples */
+    Py_ssize_t nsegs, capsegs;
+    char *ids; /* pending Message-ID fields, LF-joined */
+    Py_ssize_t nids, capids;
+    Py_ssize_t count; /* pending segments */
+    int64_t last;
+    const char *date; /* the Date field of the last pending line (points into the chunk) */
+    Py_ssize_t date_len;
+} Entry;
+
+typedef struct {
+    Entry e[CACHE_SIZE];
+    int n;
+} Cache;
+
+static int
+grow(void **buf, Py_ssize_t *cap, Py_ssize_t need, Py_ssize_t item)
+{
+    if (need <= *cap)
+        return 0;
+    Py_ssize_t cap2 = *cap ? *cap : 64;
+    while (cap2 < need)
+        cap2 *= 2;
+    void *p = PyMem_Realloc(*buf, (size_t)(cap2 * item));
+    if (p == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *buf = p;
+    *cap = cap2;
+    return 0;
+}
+
+static int
+append_to(PyObject *list, PyObject *item)
+{
+    if (PyList_CheckExact(list))
+        return PyList_Append(list, item);
+    PyObject *r = PyObject_CallMethodOneArg(list, s_append, item);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+/* Write an entry's pending segments to its _FileAcc. */
+static int
+flush(Entry *e)
+{
+    if (e->count == 0)
+        return 0;
+    int rc = -1;
+    PyObject *segs = NULL, *view = NULL, *r = NULL, *mids = NULL, *ids = NULL, *last = NULL, *date = NULL;
+    segs = PyObject_GetAttr(e->acc, s_segs);
+    if (segs == NULL)
+        goto done;
+    view = PyMemoryView_FromMemory((char *)e->segs, e->nsegs * (Py_ssize_t)sizeof(int64_t), PyBUF_READ);
+    if (view == NULL)
+        goto done;
+    r = PyObject_CallMethodOneArg(segs, s_frombytes, view);
+    if (r == NULL)
+        goto done;
+    mids = PyObject_GetAttr(e->acc, s_mids);
+    if (mids == NULL)
+        goto done;
+    ids = PyBytes_FromStringAndSize(e->ids, e->nids);
+    if (ids == NULL || append_to(mids, ids) < 0)
+        goto done;
+    last = PyLong_FromLongLong(e->last);
+    if (last == NULL || PyObject_SetAttr(e->acc, s_last, last) < 0)
+        goto done;
+    date = PyBytes_FromStringAndSize(e->date, e->date_len);
+    if (date == NULL || PyObject_SetAttr(e->acc, s_last_date, date) < 0)
+        goto done;
+    rc = 0;
+done:
+    e->count = e->nsegs = e->nids = 0;
+    Py_XDECREF(segs);
+    Py_XDECREF(view);
+    Py_XDECREF(r);
+    Py_XDECREF(mids);
+    Py_XDECREF(ids);
+    Py_XDECREF(last);
+    Py_XDECREF(date);
+    return rc;
+}
+
+/* Flush every entry and forget the lookups (the Python code may change accs and the files). The
+   entries' buffers are kept for reuse. */
+static int
+flush_all(Cache *c)
+{
+    int rc = 0;
+    for (int i = 0; i < c->n; i++) {
+        Entry *e = &c->e[i];
+        if (flush(e) < 0)
+            rc = -1;
+        Py_CLEAR(e->head);
+        Py_CLEAR(e->acc);
+        Py_CLEAR(e->ts);
+        Py_CLEAR(e->poster);
+    }
+    c->n = 0;
+    return rc;
+}
+
+static void
+free_cache(Cache *c)
+{
+    for (int i = 0; i < CACHE_SIZE; i++) {
+        PyMem_Free(c->e[i].segs);
+        PyMem_Free(c->e[i].ids);
+    }
+}
+
+static inline int
+same(PyObject *bytes, const char *p, Py_ssize_t n)
+{
+    return PyBytes_GET_SIZE(bytes) == n && memcmp(PyBytes_AS_STRING(bytes), p, (size_t)n) == 0;
+}
+
+/* The entry for a subject head: from the cache, else from accs (NULL with no error when the head is not
+   there, or its file's ts/poster are not bytes: the slow line then decides). */
+static Entry *
+lookup(Cache *c, PyObject *accs, const char *head, Py_ssize_t head_len)
+{
+    for (int i = 0; i < c->n; i++) {
+        PyObject *h = c->e[i].head;
+        if (PyBytes_GET_SIZE(h) == head_len &&
+            (head_len == 0 || (PyBytes_AS_STRING(h)[head_len - 1] == head[head_len - 1] &&
+                               memcmp(PyBytes_AS_STRING(h), head, (size_t)head_len) == 0)))
+            return &c->e[i];
+    }
+    PyObject *key = PyBytes_FromStringAndSize(head, head_len);
+    if (key == NULL)
+        return NULL;
+    PyObject *acc = PyDict_GetItemWithError(accs, key); /* borrowed */
+    if (acc == NULL) {
+        Py_DECREF(key);
+        return NULL;
+    }
+    Py_INCREF(acc);
+    PyObject *ts = PyObject_GetAttr(acc, s_ts);
+    PyObject *poster = ts == NULL ? NULL : PyObject_GetAttr(acc, s_poster);
+    if (poster == NULL || !PyBytes_Check(ts) || !PyBytes_Check(poster)) {
+        Py_DECREF(key);
+        Py_DECREF(acc);
+        Py_XDECREF(ts);
+        Py_XDECREF(poster);
+        return NULL;
+    }
+    if (c->n == CACHE_SIZE && flush_all(c) < 0) {
+        Py_DECREF(key);
+        Py_DECREF(acc);
+        Py_DECREF(ts);
+        Py_DECREF(poster);
+        return NULL;
+    }
+    Entry *e = &c->e[c->n++];
+    e->head = key;
+    e->acc = acc;
+    e->ts = ts;
+    e->poster = poster;
+    e->count = e->nsegs = e->nids = 0;
+    return e;
+}
+
+/* The whole line split on TAB, as line.split(b"\t") gives it. */
+static PyObject *
+split_fields(const char *p, const char *eol)
+{
+    PyObject *list = PyList_New(0);
+    if (list == NULL)
+        return NULL;
+    for (;;) {
+        const char *t = memchr(p, '\t', eol - p);
+        const char *fe = t ? t : eol;
+        PyObject *f = PyBytes_FromStringAndSize(p, fe - p);
+        if (f == NULL || PyList_Append(list, f) < 0) {
+            Py_XDECREF(f);
+            Py_DECREF(list);
+            return NULL;
+        }
+        Py_DECREF(f);
+        if (t == NULL)
+            return list;
+        p = t + 1;
+    }
+}
+
+PyDoc_STRVAR(scan_doc,
+             "scan(chunk, accs, slow, lo, hi, fields, /) -> (handled, lines)\n\n"
+             "RangeIndexer._fast over an inflated chunk: ``fields`` is (need, subject, poster, date, "
+             "message_id, size) of the OverviewFormat. Returns the number of lines handled and the "
+             "number of lines; when they differ, the caller hands lines[handled:] to the careful loop "
+             "(a chunk that fails overview.chunk_is_clean is handed over at line 0).");
+
+static PyObject *
+scan(PyObject *module, PyObject *args)
+{
+    Py_buffer buf;
+    PyObject *accs, *slow;
+    long long lo, hi;
+    int need, i_subj, i_from, i_date, i_mid, i_size;
+    if (!PyArg_ParseTuple(args, "y*O!OLL(iiiiii):scan", &buf, &PyDict_Type, &accs, &slow, &lo, &hi, &need,
+                          &i_subj, &i_from, &i_date, &i_mid, &i_size))
+        return NULL;
+    if (need < 1 || need > MAX_FIELDS || i_subj < 1 || i_from < 1 || i_date < 1 || i_mid < 1 || i_size < 1 ||
+        i_subj >= need || i_from >= need || i_date >= need || i_mid >= need || i_size >= need) {
+        PyBuffer_Release(&buf);
+        PyErr_SetString(PyExc_ValueError, "scan: field positions must be in [1, need) and need <= 64");
+        return NULL;
+    }
+    const char *data = buf.buf, *end = data + buf.len;
+    Py_ssize_t longest, nlines = count_lines(data, buf.len, &longest);
+    Py_ssize_t at = 0;
+    Cache *c = NULL;
+    int failed = 0;
+    if (!clean(data, buf.len, longest))
+        goto finish;
+    c = PyMem_Calloc(1, sizeof(Cache));
+    if (c == NULL) {
+        PyErr_NoMemory();
+        failed = 1;
+        goto finish;
+    }
+    const char *fs[MAX_FIELDS], *fe[MAX_FIELDS];
+    const char *p = data;
+    int64_t prev = lo - 1;
+    for (; at < nlines; at++) {
+        const char *eol = memchr(p, '\n', end - p);
+        if (eol == NULL)
+            eol = end;
+        /* the first `need` fields; fewer than need is a line for the careful loop */
+        const char *q = p;
+        int k;
+        for (k = 0; k < need; k++) {
+            const char *t = memchr(q, '\t', eol - q);
+            fs[k] = q;
+            if (t == NULL) {
+                if (k < need - 1)
+                    break;
+                fe[k] = eol;
+            }
+            else {
+                fe[k] = t;
+                q = t + 1;
+            }
+        }
+        if (k < need)
+            break;
+        int64_t num = digits(fs[0], fe[0]);
+        if (num < 0 || num <= prev || num > hi)
+            break;
+        /* head, _, tail = subject.rpartition(b"("); ps, _, ts = tail.partition(b"/") */
+        const char *s = fs[i_subj], *se = fe[i_subj];
+        const char *lp = s;
+        Py_ssize_t head_len = 0;
+        for (const char *x = se; x > s; x--) {
+            if (x[-1] == '(') {
+                head_len = x - 1 - s;
+                lp = x;
+                break;
+            }
+        }
+        const char *slash = memchr(lp, '/', se - lp);
+        const char *ps = lp, *pe = slash ? slash : se;
+        const char *ts = slash ? slash + 1 : se;
+        Entry *e = lookup(c, accs, s, head_len);
+        if (e == NULL && PyErr_Occurred()) {
+            failed = 1;
+            break;
+        }
+        int64_t part = -1, size = -1;
+        if (e != NULL && same(e->ts, ts, se - ts) && same(e->poster, fs[i_from], fe[i_from] - fs[i_from])) {
+            part = digits(ps, pe);
+            size = part < 0 ? -1 : digits(fs[i_size], fe[i_size]);
+        }
+        if (size < 0) {
+            /* a file not known in this batch, or a line the Python code reads: it runs now, so
+               everything pending is written first and every lookup forgotten */
+            if (flush_all(c) < 0) {
+                failed = 1;
+                break;
+            }
+            PyObject *fields = split_fields(p, eol);
+            PyObject *n = fields ? PyLong_FromLongLong(num) : NULL;
+            PyObject *r = n ? PyObject_CallFunctionObjArgs(slow, fields, n, NULL) : NULL;
+            Py_XDECREF(fields);
+            Py_XDECREF(n);
+            if (r == NULL) {
+                failed = 1;
+                break;
+            }
+            Py_DECREF(r);
+        }
+        else {
+            Py_ssize_t mid_len = fe[i_mid] - fs[i_mid];
+            if (grow((void **)&e->segs, &e->capsegs, e->nsegs + 3, sizeof(int64_t)) < 0 ||
+                grow((void **)&e->ids, &e->capids, e->nids + mid_len + 1, 1) < 0) {
+                failed = 1;
+                break;
+            }
+            e->segs[e->nsegs++] = part;
+            e->segs[e->nsegs++] = size;
+            e->segs[e->nsegs++] = num;
+            if (e->count)
+                e->ids[e->nids++] = '\n';
+            memcpy(e->ids + e->nids, fs[i_mid], (size_t)mid_len);
+            e->nids += mid_len;
+            e->count++;
+            e->last = num;
+            e->date = fs[i_date];
+            e->date_len = fe[i_date] - fs[i_date];
+        }
+        prev = num;
+        p = eol + 1;
+    }
+finish:
+    if (c != NULL) {
+        if (failed) {
+            /* keep the exception already set; still write what was read, as the Python loop would have */
+            PyObject *type, *value, *tb;
+            PyErr_Fetch(&type, &value, &tb);
+            flush_all(c);
+            PyErr_Restore(type, value, tb);
+        }
+        else if (flush_all(c) < 0) {
+            failed = 1;
+        }
+        free_cache(c);
+        PyMem_Free(c);
+    }
+    PyBuffer_Release(&buf);
+    if (failed)
+        return NULL;
+    return Py_BuildValue("nn", at, nlines);
+}
+
+PyDoc_STRVAR(chunk_is_clean_doc,
+             "chunk_is_clean(chunk, /) -> bool\n\noverview.chunk_is_clean, on the chunk alone.");
+
+static PyObject *
+chunk_is_clean(PyObject *module, PyObject *arg)
+{
+    Py_buffer buf;
+    if (PyObject_GetBuffer(arg, &buf, PyBUF_SIMPLE) < 0)
+        return NULL;
+    Py_ssize_t longest;
+    count_lines(buf.buf, buf.len, &longest);
+    int ok = clean(buf.buf, buf.len, longest);
+    PyBuffer_Release(&buf);
+    return PyBool_FromLong(ok);
+}
+
+/* ---- the module --------------------------------------------------------------------------------- */
+
+static PyMethodDef methods[] = {
+    {"scan", scan, METH_VARARGS, scan_doc},
+    {"chunk_is_clean", chunk_is_clean, METH_O, chunk_is_clean_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static int
+exec_module(PyObject *module)
+{
+#define INTERN(var, text)                                                                                   \
+    if ((var) == NULL && ((var) = PyUnicode_InternFromString(text)) == NULL)                                 \
+        return -1;
+    INTERN(s_segs, "segs");
+    INTERN(s_mids, "mids");
+    INTERN(s_ts, "ts");
+    INTERN(s_poster, "poster");
+    INTERN(s_last, "last");
+    INTERN(s_last_date, "last_date");
+    INTERN(s_frombytes, "frombytes");
+    INTERN(s_append, "append");
+#undef INTERN
+    if (array_type == NULL) {
+        PyObject *array = PyImport_ImportModule("array");
+        if (array == NULL)
+            return -1;
+        array_type = PyObject_GetAttrString(array, "array");
+        Py_DECREF(array);
+        if (array_type == NULL)
+            return -1;
+    }
+    return PyModule_AddIntConstant(module, "MAX_FIELDS", MAX_FIELDS);
+}
+
+static PyModuleDef_Slot slots[] = {
+    {Py_mod_exec, exec_module},
+    {0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "usenet_indexer.indexing._speedups",
+    .m_doc = "Native twins of the range indexer's hot loops; see _native.py.",
+    .m_size = 0,
+    .m_methods = methods,
+    .m_slots = slots,
+};
+
+PyMODINIT_FUNC
+PyInit__speedups(void)
+{
+    return PyModuleDef_Init(&module_def);
+}
