@@ -24,6 +24,9 @@ it always has.
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #define MAX_SUBJECT (8 * 1024) /* overview.MAX_SUBJECT: a line no longer cannot hold a longer subject */
 #define MAX_DIGITS 18          /* up to 18 digits always fit an int64 */
@@ -500,11 +503,254 @@ chunk_is_clean(PyObject *module, PyObject *arg)
     return PyBool_FromLong(ok);
 }
 
+/* ---- columns: a file's segments at take() ------------------------------------------------------- */
+
+typedef struct {
+    int64_t part, article;
+    Py_ssize_t index;
+} Order;
+
+static int
+order_cmp(const void *a, const void *b)
+{
+    const Order *x = a, *y = b;
+    if (x->part != y->part)
+        return x->part < y->part ? -1 : 1;
+    if (x->article != y->article)
+        return x->article < y->article ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Parts come nearly in order (a poster's connections finish them a little out of turn): an insertion
+   sort, which is linear on that, unless it meets many more inversions than that, then qsort. */
+static void
+sort_order(Order *order, Py_ssize_t n)
+{
+    Py_ssize_t moves = 0, budget = 8 * n + 64;
+    for (Py_ssize_t i = 1; i < n; i++) {
+        Order x = order[i];
+        Py_ssize_t j = i;
+        while (j > 0 && order_cmp(&x, &order[j - 1]) < 0) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = x;
+        moves += i - j;
+        if (moves > budget) {
+            qsort(order, (size_t)n, sizeof(Order), order_cmp);
+            return;
+        }
+    }
+}
+
+/* An array('q') holding n values taken from column[order[i] * 3] (or column[i * 3] without order). */
+static PyObject *
+int_column(const int64_t *column, Py_ssize_t n, const Py_ssize_t *order)
+{
+    PyObject *raw = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    if (raw == NULL)
+        return NULL;
+    int64_t *out = (int64_t *)PyBytes_AS_STRING(raw);
+    for (Py_ssize_t i = 0; i < n; i++)
+        out[i] = column[(order ? order[i] : i) * 3];
+    PyObject *array = PyObject_CallFunction(array_type, "sO", "q", raw);
+    Py_DECREF(raw);
+    return array;
+}
+
+/* Copies the LF-joined raw Message-ID fields to `out` without "<" and ">" and returns the length, or -1
+   when one of them is empty after that or holds a blank (SP, CR, VT, FF), or when they are not `n`. With
+   `starts`, starts[k] is where the k-th one begins in `out`, and starts[n] one past the end plus one. */
+static Py_ssize_t
+clean_ids(const char *raw, Py_ssize_t raw_len, char *out, Py_ssize_t *starts, Py_ssize_t n)
+{
+    Py_ssize_t i = 0, len = 0, id_start = 0, count = 0;
+    if (starts)
+        starts[0] = 0;
+    while (i < raw_len) {
+#ifdef __SSE2__
+        /* 16 bytes at a time up to the next byte that is not copied as it is */
+        while (i + 16 <= raw_len) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(raw + i));
+            __m128i hit = _mm_or_si128(
+                _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('<')), _mm_cmpeq_epi8(v, _mm_set1_epi8('>'))),
+                             _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\n')), _mm_cmpeq_epi8(v, _mm_set1_epi8(' ')))),
+                _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\r')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\x0b'))),
+                             _mm_cmpeq_epi8(v, _mm_set1_epi8('\x0c'))));
+            unsigned mask = (unsigned)_mm_movemask_epi8(hit);
+            if (mask == 0) {
+                _mm_storeu_si128((__m128i *)(out + len), v);
+                len += 16;
+                i += 16;
+                continue;
+            }
+            int k = __builtin_ctz(mask);
+            memcpy(out + len, raw + i, (size_t)k);
+            len += k;
+            i += k;
+            break;
+        }
+        if (i >= raw_len)
+            break;
+#endif
+        char ch = raw[i++];
+        switch (ch) {
+        case '<':
+        case '>':
+            break;
+        case ' ':
+        case '\r':
+        case '\x0b':
+        case '\x0c':
+            return -1;
+        case '\n':
+            if (len == id_start || ++count >= n)
+                return -1;
+            out[len++] = ch;
+            id_start = len;
+            if (starts)
+                starts[count] = len;
+            break;
+        default:
+            out[len++] = ch;
+        }
+    }
+    if (len == id_start || count + 1 != n)
+        return -1;
+    if (starts)
+        starts[n] = len + 1;
+    return len;
+}
+
+PyDoc_STRVAR(columns_doc,
+             "columns(segs, raw_ids, parts_total, /) -> (parts, sizes, articles, message_ids) | None\n\n"
+             "RangeIndexer._file_fragment for a file whose every segment is valid: ``segs`` is its "
+             "array('q') of (part, size, article) triples, ``raw_ids`` its raw Message-ID fields joined "
+             "by LF. The columns come sorted by part, the lowest article kept for a part seen twice, the "
+             "message-ids without angle brackets. None when any segment is not valid (a negative size, "
+             "an empty or blank message-id, a part out of [1, parts_total]): the caller walks the file.");
+
+static PyObject *
+columns(PyObject *module, PyObject *args)
+{
+    PyObject *segs_obj;
+    Py_buffer ids_buf;
+    long long total;
+    if (!PyArg_ParseTuple(args, "Oy*L:columns", &segs_obj, &ids_buf, &total))
+        return NULL;
+    Py_buffer segs_buf;
+    if (PyObject_GetBuffer(segs_obj, &segs_buf, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&ids_buf);
+        return NULL;
+    }
+    PyObject *result = NULL, *parts = NULL, *sizes = NULL, *articles = NULL, *ids = NULL;
+    Order *order = NULL;
+    Py_ssize_t *picked = NULL, *starts = NULL;
+    const int64_t *seg = segs_buf.buf;
+    Py_ssize_t n = segs_buf.len / (Py_ssize_t)sizeof(int64_t) / 3;
+    if (segs_buf.itemsize != sizeof(int64_t) || segs_buf.format == NULL || strcmp(segs_buf.format, "q") != 0 ||
+        segs_buf.len != n * 3 * (Py_ssize_t)sizeof(int64_t)) {
+        PyErr_SetString(PyExc_TypeError, "columns: segs must be an array('q') of (part, size, article) triples");
+        goto done;
+    }
+    if (n == 0)
+        goto invalid;
+    /* every value valid, and whether the parts are already strictly ascending */
+    int ascending = 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t part = seg[i * 3], size = seg[i * 3 + 1];
+        if (size < 0 || part < 1 || (total != 0 && part > total))
+            goto invalid;
+        if (i && part <= seg[i * 3 - 3])
+            ascending = 0;
+    }
+    /* message-ids: every "<" and ">" dropped (overview.message_id_bytes), each one non-empty and blank-free */
+    ids = PyBytes_FromStringAndSize(NULL, ids_buf.len);
+    if (ids == NULL)
+        goto done;
+    char *out = PyBytes_AS_STRING(ids);
+    if (!ascending) {
+        starts = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+        if (starts == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    Py_ssize_t len = clean_ids(ids_buf.buf, ids_buf.len, out, starts, n);
+    if (len < 0)
+        goto invalid;
+    if (ascending) {
+        if (_PyBytes_Resize(&ids, len) < 0)
+            goto done;
+        parts = int_column(seg, n, NULL);
+        sizes = parts ? int_column(seg + 1, n, NULL) : NULL;
+        articles = sizes ? int_column(seg + 2, n, NULL) : NULL;
+        if (articles == NULL)
+            goto done;
+        result = PyTuple_Pack(4, parts, sizes, articles, ids);
+        goto done;
+    }
+    /* _in_part_order: by (part, article), the first of each part */
+    order = PyMem_Malloc((size_t)n * sizeof(Order));
+    picked = PyMem_Malloc((size_t)n * sizeof(Py_ssize_t));
+    if (order == NULL || picked == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        order[i].part = seg[i * 3];
+        order[i].article = seg[i * 3 + 2];
+        order[i].index = i;
+    }
+    sort_order(order, n);
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (i == 0 || order[i].part != order[i - 1].part)
+            picked[kept++] = order[i].index;
+    /* the picked message-ids joined in their new order */
+    PyObject *joined = PyBytes_FromStringAndSize(NULL, len);
+    if (joined == NULL)
+        goto done;
+    char *j = PyBytes_AS_STRING(joined);
+    Py_ssize_t jlen = 0;
+    for (Py_ssize_t k = 0; k < kept; k++) {
+        Py_ssize_t i = picked[k], size = starts[i + 1] - 1 - starts[i];
+        if (k)
+            j[jlen++] = '\n';
+        memcpy(j + jlen, out + starts[i], (size_t)size);
+        jlen += size;
+    }
+    Py_SETREF(ids, joined);
+    if (_PyBytes_Resize(&ids, jlen) < 0)
+        goto done;
+    parts = int_column(seg, kept, picked);
+    sizes = parts ? int_column(seg + 1, kept, picked) : NULL;
+    articles = sizes ? int_column(seg + 2, kept, picked) : NULL;
+    if (articles == NULL)
+        goto done;
+    result = PyTuple_Pack(4, parts, sizes, articles, ids);
+    goto done;
+invalid:
+    result = Py_NewRef(Py_None);
+done:
+    PyMem_Free(order);
+    PyMem_Free(picked);
+    PyMem_Free(starts);
+    Py_XDECREF(parts);
+    Py_XDECREF(sizes);
+    Py_XDECREF(articles);
+    Py_XDECREF(ids);
+    PyBuffer_Release(&segs_buf);
+    PyBuffer_Release(&ids_buf);
+    return result;
+}
+
 /* ---- the module --------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, scan_doc},
     {"chunk_is_clean", chunk_is_clean, METH_O, chunk_is_clean_doc},
+    {"columns", columns, METH_VARARGS, columns_doc},
     {NULL, NULL, 0, NULL},
 };
 

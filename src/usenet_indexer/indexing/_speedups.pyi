@@ -1,5 +1,6 @@
 """Types of the C accelerator (_speedups.c); the Python twins are in indexer.py and overview.py."""
 
+from array import array
 from collections.abc import Callable
 
 MAX_FIELDS: int
@@ -14,3 +15,6 @@ def scan(
     /,
 ) -> tuple[int, int]: ...
 def chunk_is_clean(chunk: bytes, /) -> bool: ...
+def columns(
+    segs: array[int], raw_ids: bytes, parts_total: int, /
+) -> tuple[array[int], array[int], array[int], bytes] | None: ...
