@@ -44,18 +44,34 @@ def compile_extension(source: Path, target: Path) -> None:
     cc = os.environ.get("CC") or sysconfig.get_config_var("CC")
     ldshared = os.environ.get("LDSHARED") or sysconfig.get_config_var("LDSHARED")
     if not cc or not ldshared:
-        raise BuildError("this Python's sysconfig names no C compiler (CC/LDSHARED); on Windows, not supported")
+        raise BuildError(
+            "this Python's sysconfig names no C compiler (CC/LDSHARED); on Windows, not supported"
+        )
     cflags = shlex.split(sysconfig.get_config_var("CFLAGS") or "")
     cflags += shlex.split(sysconfig.get_config_var("CCSHARED") or "")
     cflags += shlex.split(os.environ.get("CFLAGS", ""))
     includes = {sysconfig.get_paths()["include"], sysconfig.get_paths()["platinclude"]}
     if not any(Path(directory, "Python.h").is_file() for directory in includes):
-        raise BuildError(f"Python.h is not in {', '.join(sorted(includes))} (install the python3-dev package)")
+        raise BuildError(
+            f"Python.h is not in {', '.join(sorted(includes))} (install the python3-dev package)"
+        )
     with tempfile.TemporaryDirectory() as tmp:
         obj = Path(tmp, "_speedups.o")
         built = Path(tmp, target.name)
-        _run([*shlex.split(cc), *cflags, *(f"-I{d}" for d in sorted(includes)), "-c", str(source), "-o", str(obj)])
-        _run([*shlex.split(ldshared), *shlex.split(os.environ.get("LDFLAGS", "")), str(obj), "-o", str(built)])
+        _run(
+            [
+                *shlex.split(cc),
+                *cflags,
+                *(f"-I{d}" for d in sorted(includes)),
+                "-c",
+                str(source),
+                "-o",
+                str(obj),
+            ]
+        )
+        _run(
+            [*shlex.split(ldshared), *shlex.split(os.environ.get("LDFLAGS", "")), str(obj), "-o", str(built)]
+        )
         target.parent.mkdir(parents=True, exist_ok=True)
         staged = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         staged.write_bytes(built.read_bytes())

@@ -14,12 +14,37 @@ from __future__ import annotations
 
 import logging
 import os
-from types import ModuleType
+from array import array
+from collections.abc import Callable
+from typing import Any, Protocol
 
 PURE_ENV = "USENET_INDEXER_PURE"
 
 
-def _load() -> tuple[ModuleType | None, str]:
+class Speedups(Protocol):
+    """What the indexer uses of the extension (its stub: _speedups.pyi); mypy checks the module fits."""
+
+    MAX_FIELDS: int
+
+    def scan(
+        self,
+        chunk: bytes,
+        accs: dict[bytes, Any],
+        slow: Callable[[list[bytes], int], None],
+        lo: int,
+        hi: int,
+        fields: tuple[int, int, int, int, int, int],
+        /,
+    ) -> tuple[int, int]: ...
+
+    def columns(
+        self, segs: array[int], raw_ids: bytes, parts_total: int, /
+    ) -> tuple[array[int], array[int], array[int], bytes] | None: ...
+
+    def chunk_is_clean(self, chunk: bytes, /) -> bool: ...
+
+
+def _load() -> tuple[Speedups | None, str]:
     if os.environ.get(PURE_ENV, "").strip() not in ("", "0"):
         return None, f"{PURE_ENV} is set"
     try:
@@ -37,4 +62,4 @@ PATH = "native" if speedups is not None else "pure"
 
 logging.getLogger(__name__).debug("indexing: %s path (%s)", PATH, REASON)
 
-__all__ = ["PATH", "PURE_ENV", "REASON", "speedups"]
+__all__ = ["PATH", "PURE_ENV", "REASON", "Speedups", "speedups"]

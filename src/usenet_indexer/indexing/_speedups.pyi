@@ -2,12 +2,13 @@
 
 from array import array
 from collections.abc import Callable
+from typing import Any
 
 MAX_FIELDS: int
 
 def scan(
     chunk: bytes,
-    accs: dict[bytes, object],
+    accs: dict[bytes, Any],
     slow: Callable[[list[bytes], int], None],
     lo: int,
     hi: int,
