@@ -117,6 +117,7 @@ def corrupt(line: bytes, how: int, rng: random.Random) -> list[bytes]:
 
 HOWS = 40
 
+
 def index(
     lines: list[bytes], cuts: list[int], takes: set[int], path: str, eol: bytes = b"\r\n"
 ) -> list[Batch]:
