@@ -12,11 +12,12 @@ Like httpx's ``_decoders``, the import is tried once here and everything else as
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 from array import array
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 PURE_ENV = "USENET_INDEXER_PURE"
 
@@ -44,11 +45,17 @@ class Speedups(Protocol):
     def chunk_is_clean(self, chunk: bytes, /) -> bool: ...
 
 
+if TYPE_CHECKING:  # the extension's stub must give what the protocol asks
+    from usenet_indexer.indexing import _speedups as _stub
+
+    _fits: Speedups = _stub
+
+
 def _load() -> tuple[Speedups | None, str]:
     if os.environ.get(PURE_ENV, "").strip() not in ("", "0"):
         return None, f"{PURE_ENV} is set"
     try:
-        from usenet_indexer.indexing import _speedups
+        _speedups: Speedups = importlib.import_module("usenet_indexer.indexing._speedups")
     except ImportError as error:
         return None, (
             f"the C extension is not built ({error}); `uv sync --reinstall-package usenet-indexer` "
