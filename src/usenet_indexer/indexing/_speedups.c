@@ -33,7 +33,7 @@ it always has.
 #define MAX_FIELDS 64          /* a LIST OVERVIEW.FMT needing more fields is read by the Python loop */
 #define CACHE_SIZE 32          /* files a scan keeps pending between two calls into Python */
 
-static PyObject *s_segs, *s_mids, *s_ts, *s_poster, *s_last, *s_last_date, *s_frombytes, *s_append;
+static PyObject *s_segs, *s_mids, *s_ts, *s_poster, *s_last, *s_last_date;
 static PyObject *array_type; /* array.array */
 
 /* ---- small readers ------------------------------------------------------------------------------ */
@@ -140,9 +140,9 @@ clean(const char *data, Py_ssize_t len, Py_ssize_t longest)
 /* ---- scan: the fast loop ------------------------------------------------------------------------ */
 
 /* A file of the batch (a _FileAcc) met during one scan, with the segments read for it since the scan
-   last called into Python. They are written to the _FileAcc (segs.frombytes, one joined block of
-   message-ids appended to mids, last, last_date) before any Python code runs: the slow line may append
-   to the same file, and the order of its segments must be the order of its lines. */
+   last called into Python. They are written to the _FileAcc (appended to its bytearrays segs and mids,
+   last and last_date set) before any Python code runs: the slow line may append to the same file, and
+   the order of its segments must be the order of its lines. */
 typedef struct {
     PyObject *head;   /* the key in the accs dict (bytes) */
     PyObject *acc;    /* the _FileAcc */
@@ -150,7 +150,7 @@ typedef struct {
     PyObject *poster; /* scan calls into Python, and the cache is emptied then */
     int64_t *segs;    /* pending (part, size, article) triples */
     Py_ssize_t nsegs, capsegs;
-    char *ids; /* pending Message-ID fields, LF-joined */
+    char *ids; /* pending Message-ID fields, each followed by LF */
     Py_ssize_t nids, capids;
     Py_ssize_t count; /* pending segments */
     int64_t last;
@@ -181,16 +181,26 @@ grow(void **buf, Py_ssize_t *cap, Py_ssize_t need, Py_ssize_t item)
     return 0;
 }
 
+/* bytearray += data[:len] */
 static int
-append_to(PyObject *list, PyObject *item)
+extend(PyObject *acc, PyObject *name, const char *data, Py_ssize_t len)
 {
-    if (PyList_CheckExact(list))
-        return PyList_Append(list, item);
-    PyObject *r = PyObject_CallMethodOneArg(list, s_append, item);
-    if (r == NULL)
+    PyObject *target = PyObject_GetAttr(acc, name);
+    if (target == NULL)
         return -1;
-    Py_DECREF(r);
-    return 0;
+    int rc = -1;
+    if (!PyByteArray_Check(target)) {
+        PyErr_Format(PyExc_TypeError, "scan: a file's %U must be a bytearray", name);
+    }
+    else {
+        Py_ssize_t size = PyByteArray_GET_SIZE(target);
+        if (PyByteArray_Resize(target, size + len) == 0) {
+            memcpy(PyByteArray_AS_STRING(target) + size, data, (size_t)len);
+            rc = 0;
+        }
+    }
+    Py_DECREF(target);
+    return rc;
 }
 
 /* Write an entry's pending segments to its _FileAcc. */
@@ -200,21 +210,9 @@ flush(Entry *e)
     if (e->count == 0)
         return 0;
     int rc = -1;
-    PyObject *segs = NULL, *view = NULL, *r = NULL, *mids = NULL, *ids = NULL, *last = NULL, *date = NULL;
-    segs = PyObject_GetAttr(e->acc, s_segs);
-    if (segs == NULL)
-        goto done;
-    view = PyMemoryView_FromMemory((char *)e->segs, e->nsegs * (Py_ssize_t)sizeof(int64_t), PyBUF_READ);
-    if (view == NULL)
-        goto done;
-    r = PyObject_CallMethodOneArg(segs, s_frombytes, view);
-    if (r == NULL)
-        goto done;
-    mids = PyObject_GetAttr(e->acc, s_mids);
-    if (mids == NULL)
-        goto done;
-    ids = PyBytes_FromStringAndSize(e->ids, e->nids);
-    if (ids == NULL || append_to(mids, ids) < 0)
+    PyObject *last = NULL, *date = NULL;
+    if (extend(e->acc, s_segs, (const char *)e->segs, e->nsegs * (Py_ssize_t)sizeof(int64_t)) < 0 ||
+        extend(e->acc, s_mids, e->ids, e->nids) < 0)
         goto done;
     last = PyLong_FromLongLong(e->last);
     if (last == NULL || PyObject_SetAttr(e->acc, s_last, last) < 0)
@@ -225,11 +223,6 @@ flush(Entry *e)
     rc = 0;
 done:
     e->count = e->nsegs = e->nids = 0;
-    Py_XDECREF(segs);
-    Py_XDECREF(view);
-    Py_XDECREF(r);
-    Py_XDECREF(mids);
-    Py_XDECREF(ids);
     Py_XDECREF(last);
     Py_XDECREF(date);
     return rc;
@@ -454,10 +447,9 @@ scan(PyObject *module, PyObject *args)
             e->segs[e->nsegs++] = part;
             e->segs[e->nsegs++] = size;
             e->segs[e->nsegs++] = num;
-            if (e->count)
-                e->ids[e->nids++] = '\n';
             memcpy(e->ids + e->nids, fs[i_mid], (size_t)mid_len);
             e->nids += mid_len;
+            e->ids[e->nids++] = '\n';
             e->count++;
             e->last = num;
             e->date = fs[i_date];
@@ -624,8 +616,8 @@ clean_ids(const char *raw, Py_ssize_t raw_len, char *out, Py_ssize_t *starts, Py
 
 PyDoc_STRVAR(columns_doc,
              "columns(segs, raw_ids, parts_total, /) -> (parts, sizes, articles, message_ids) | None\n\n"
-             "RangeIndexer._file_fragment for a file whose every segment is valid: ``segs`` is its "
-             "array('q') of (part, size, article) triples, ``raw_ids`` its raw Message-ID fields joined "
+             "RangeIndexer._file_fragment for a file whose every segment is valid: ``segs`` holds its "
+             "(part, size, article) triples as native int64s, ``raw_ids`` its raw Message-ID fields joined "
              "by LF. The columns come sorted by part, the lowest article kept for a part seen twice, the "
              "message-ids without angle brackets. None when any segment is not valid (a negative size, "
              "an empty or blank message-id, a part out of [1, parts_total]): the caller walks the file.");
@@ -639,19 +631,28 @@ columns(PyObject *module, PyObject *args)
     if (!PyArg_ParseTuple(args, "Oy*L:columns", &segs_obj, &ids_buf, &total))
         return NULL;
     Py_buffer segs_buf;
-    if (PyObject_GetBuffer(segs_obj, &segs_buf, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
+    if (PyObject_GetBuffer(segs_obj, &segs_buf, PyBUF_C_CONTIGUOUS) < 0) {
         PyBuffer_Release(&ids_buf);
         return NULL;
     }
     PyObject *result = NULL, *parts = NULL, *sizes = NULL, *articles = NULL, *ids = NULL;
     Order *order = NULL;
     Py_ssize_t *picked = NULL, *starts = NULL;
+    int64_t *aligned = NULL;
     const int64_t *seg = segs_buf.buf;
-    Py_ssize_t n = segs_buf.len / (Py_ssize_t)sizeof(int64_t) / 3;
-    if (segs_buf.itemsize != sizeof(int64_t) || segs_buf.format == NULL || strcmp(segs_buf.format, "q") != 0 ||
-        segs_buf.len != n * 3 * (Py_ssize_t)sizeof(int64_t)) {
-        PyErr_SetString(PyExc_TypeError, "columns: segs must be an array('q') of (part, size, article) triples");
+    Py_ssize_t n = segs_buf.len / (3 * (Py_ssize_t)sizeof(int64_t));
+    if (segs_buf.len != n * 3 * (Py_ssize_t)sizeof(int64_t)) {
+        PyErr_SetString(PyExc_ValueError, "columns: segs must hold whole (part, size, article) int64 triples");
         goto done;
+    }
+    if ((uintptr_t)seg % _Alignof(int64_t) != 0) {
+        aligned = PyMem_Malloc((size_t)segs_buf.len + 1);
+        if (aligned == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        memcpy(aligned, seg, (size_t)segs_buf.len);
+        seg = aligned;
     }
     if (n == 0)
         goto invalid;
@@ -736,6 +737,7 @@ done:
     PyMem_Free(order);
     PyMem_Free(picked);
     PyMem_Free(starts);
+    PyMem_Free(aligned);
     Py_XDECREF(parts);
     Py_XDECREF(sizes);
     Py_XDECREF(articles);
@@ -766,8 +768,6 @@ exec_module(PyObject *module)
     INTERN(s_poster, "poster");
     INTERN(s_last, "last");
     INTERN(s_last_date, "last_date");
-    INTERN(s_frombytes, "frombytes");
-    INTERN(s_append, "append");
 #undef INTERN
     if (array_type == NULL) {
         PyObject *array = PyImport_ImportModule("array");
