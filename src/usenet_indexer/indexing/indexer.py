@@ -191,6 +191,7 @@ class RangeIndexer:
         self._by_subject: dict[tuple[bytes, bytes], tuple[_FileInfo, int] | None] = {}
         self._infos: dict[tuple[str, str, int], _FileInfo] = {}
         self._keys: dict[tuple[str, str, int], str] = {}
+        self._releases: dict[_ReleaseInfo, _ReleaseInfo] = {}
         self._dates: dict[bytes, int | None] = {}
         if native and _native.speedups is None:
             raise IndexerError(f"the native accelerator is not available: {_native.REASON}")
@@ -300,7 +301,7 @@ class RangeIndexer:
         self._accs: dict[bytes, _FileAcc] = {}
         self._files: dict[tuple[str, str, int], _FileAcc] = {}
         self._counts = _Counts()
-        for cache in (self._by_counter, self._by_subject, self._dates):
+        for cache in (self._by_counter, self._by_subject, self._dates, self._releases):
             if len(cache) > _CACHE_LIMIT:
                 cache.clear()
 
@@ -487,13 +488,10 @@ class RangeIndexer:
         ident = (key, m.file_name, m.part_total)
         info = self._infos.get(ident)
         if info is None:
-            release = _ReleaseInfo(
-                key=key,
-                name=m.name,
-                poster=poster,
-                file_total=m.file_total,
-                request_id=m.request_id,
-            )
+            # One _ReleaseInfo for the files that read alike, not one per file: fewer objects for the
+            # garbage collector to walk (see _FileAcc).
+            release = _ReleaseInfo(key, m.name, poster, m.file_total, m.request_id)
+            release = self._releases.setdefault(release, release)
             info = _FileInfo(release, m.file_name, m.file_index, m.part_total, m.kind, ident)
             if len(self._infos) > _CACHE_LIMIT:
                 self._infos.clear()
