@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from usenet_indexer.indexing import indexer as indexer_module
 from usenet_indexer.indexing.fragment import Batch
 from usenet_indexer.indexing.indexer import IndexerError, RangeIndexer
+from usenet_indexer.indexing.overview import OverviewFormat, xref_groups
 from usenet_indexer.indexing.rules import default_rules
 
 from .conftest import NATIVE
@@ -295,3 +296,32 @@ def test_nothing_raises_on_garbage_chunks(chunks: list[list[bytes]], crlf: bool)
         for f in fragment.files:
             assert list(f.parts) == sorted(set(f.parts))
             assert len(f.message_id_list()) == len(f.parts)
+
+
+_XREF_WORD = st.one_of(
+    st.sampled_from([b"alt.binaries.test", b"a.b.c", b"x", b"", b"news.example.com"]),
+    st.binary(max_size=6).map(lambda b: b.replace(b"\n", b"")),
+)
+_XREF = st.tuples(
+    st.sampled_from([b"Xref: ", b"xref:", b"XREF: ", b"", b"Xre: ", b" "]),
+    st.lists(
+        st.tuples(
+            _XREF_WORD,
+            st.sampled_from([b":", b"", b"::", b": "]),
+            st.sampled_from([b"1", b"42", b"007", b"x"]),
+        ),
+        max_size=4,
+    ),
+    st.sampled_from([b"", b" ", b"\r", b"9"]),
+).map(lambda t: t[0] + b" ".join(w + c + n for w, c, n in t[1]) + t[2])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_XREF, max_size=8), st.booleans())
+def test_xref_groups_kept_by_prefix_are_the_groups(xrefs: list[bytes], full: bool) -> None:
+    """The indexer keeps the groups of an Xref by everything before its article number; it must give
+    what reading each one would."""
+    names = ("Subject:", "From:", "Date:", "Message-ID:", ":bytes", "Xref:full" if full else "Xref:")
+    ix = RangeIndexer(GROUP, 0, 1, 0, default_rules(), OverviewFormat.from_fmt(names))
+    for xref in [*xrefs, *xrefs]:  # the second time from what the first kept
+        assert ix._groups(xref) == tuple(sorted({GROUP, *xref_groups(xref, full)})), xref
