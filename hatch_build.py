@@ -85,7 +85,8 @@ def _run(command: list[str]) -> None:
         raise BuildError(f"{command[0]}: {error}") from None
     if result.returncode != 0:
         output = (result.stderr or result.stdout).strip().splitlines()
-        raise BuildError(f"`{shlex.join(command)}` failed: {' / '.join(output[-5:])}")
+        said = f": {' / '.join(output[-5:])}" if output else ""
+        raise BuildError(f"`{shlex.join(command)}` exited with {result.returncode}{said}")
 
 
 class SpeedupsBuildHook(BuildHookInterface):
