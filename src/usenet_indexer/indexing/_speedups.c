@@ -656,10 +656,10 @@ clean_ids(const char *raw, Py_ssize_t raw_len, char *out, Py_ssize_t *starts, Py
 }
 
 PyDoc_STRVAR(columns_doc,
-             "columns(segs, raw_ids, parts_total, /) -> (parts, sizes, articles, message_ids) | None\n\n"
+             "columns(segs, mids, parts_total, /) -> (parts, sizes, articles, message_ids) | None\n\n"
              "RangeIndexer._file_fragment for a file whose every segment is valid: ``segs`` holds its "
-             "(part, size, article) triples as native int64s, ``raw_ids`` its raw Message-ID fields joined "
-             "by LF. The columns come sorted by part, the lowest article kept for a part seen twice, the "
+             "(part, size, article) triples as native int64s, ``mids`` its raw Message-ID fields, each "
+             "followed by LF (a _FileAcc's bytearrays, read in place). The columns come sorted by part, the lowest article kept for a part seen twice, the "
              "message-ids without angle brackets. None when any segment is not valid (a negative size, "
              "an empty or blank message-id, a part out of [1, parts_total]): the caller walks the file.");
 
@@ -707,7 +707,12 @@ columns(PyObject *module, PyObject *args)
             ascending = 0;
     }
     /* message-ids: every "<" and ">" dropped (overview.message_id_bytes), each one non-empty and blank-free */
-    ids = PyBytes_FromStringAndSize(NULL, ids_buf.len);
+    /* the LF after the last one is not part of the joined message-ids */
+    const char *raw = ids_buf.buf;
+    Py_ssize_t raw_len = ids_buf.len - 1;
+    if (raw_len < 0 || raw[raw_len] != '\n')
+        goto invalid;
+    ids = PyBytes_FromStringAndSize(NULL, raw_len);
     if (ids == NULL)
         goto done;
     char *out = PyBytes_AS_STRING(ids);
@@ -718,7 +723,7 @@ columns(PyObject *module, PyObject *args)
             goto done;
         }
     }
-    Py_ssize_t len = clean_ids(ids_buf.buf, ids_buf.len, out, starts, n);
+    Py_ssize_t len = clean_ids(raw, raw_len, out, starts, n);
     if (len < 0)
         goto invalid;
     if (ascending) {

@@ -524,13 +524,13 @@ class RangeIndexer:
         size, an empty message-id, a part out of its range) is walked segment by segment.
         """
         info = acc.info
-        raw_ids = acc.message_id_fields()
         total = info.parts_total
         if self._speedups is not None:
             # What follows, for a file whose every segment is valid; None sends it through the Python.
-            built = self._speedups.columns(acc.segs, raw_ids, total)
+            built = self._speedups.columns(acc.segs, acc.mids, total)
             if built is not None:
                 return FileFragment(info.name, info.file_index, total, *built)
+        raw_ids = acc.message_id_fields()
         segs = acc.columns()
         parts, sizes, articles = segs[0::3], segs[1::3], segs[2::3]
         n = len(parts)

@@ -321,7 +321,7 @@ def test_columns_of_a_long_file_in_reverse_order() -> None:
     assert NATIVE is not None
     n = 5000
     segs = int_array(v for k in range(n) for v in (n - k, 100 + k, 10**6 + k))
-    ids = b"\n".join(b"<%d@x>" % k for k in range(n))
+    ids = b"".join(b"<%d@x>\n" % k for k in range(n))
     built = NATIVE.columns(segs, ids, n)
     assert built is not None
     parts, sizes, articles, clean = built
@@ -336,8 +336,8 @@ def test_columns_read_an_unaligned_buffer() -> None:
     assert NATIVE is not None
     triples = struct.pack("=6q", 2, 20, 200, 1, 10, 100)
     unaligned = memoryview(b"x" + triples)[1:]
-    assert NATIVE.columns(unaligned, b"<b>\n<a>", 2) == NATIVE.columns(triples, b"<b>\n<a>", 2)  # type: ignore[arg-type]
-    assert NATIVE.columns(triples, b"<b>\n<a>", 2) == (
+    assert NATIVE.columns(unaligned, b"<b>\n<a>\n", 2) == NATIVE.columns(triples, b"<b>\n<a>\n", 2)  # type: ignore[arg-type]
+    assert NATIVE.columns(triples, b"<b>\n<a>\n", 2) == (
         int_array([1, 2]),
         int_array([10, 20]),
         int_array([100, 200]),
@@ -346,10 +346,21 @@ def test_columns_read_an_unaligned_buffer() -> None:
 
 
 @needs_native
+def test_columns_want_every_message_id_ended() -> None:
+    """The message-ids as a _FileAcc holds them, each followed by LF; anything else is left to Python."""
+    assert NATIVE is not None
+    triples = struct.pack("=3q", 1, 10, 100)
+    assert NATIVE.columns(triples, b"<a>\n", 1) is not None
+    assert NATIVE.columns(triples, b"<a>", 1) is None
+    assert NATIVE.columns(triples, b"", 1) is None
+    assert NATIVE.columns(triples, b"<a>\n<b>\n", 1) is None
+
+
+@needs_native
 def test_bad_arguments_are_refused() -> None:
     assert NATIVE is not None
     with pytest.raises(ValueError, match="whole"):
-        NATIVE.columns(array("i", [1, 2, 3]), b"a", 0)
+        NATIVE.columns(array("i", [1, 2, 3]), b"a\n", 0)
     with pytest.raises(ValueError, match="field positions"):
         NATIVE.scan(b"", {}, lambda f, n: None, 0, 1, (3, 1, 2, 3, 4, 5))
     with pytest.raises(TypeError):
