@@ -20,6 +20,12 @@ Both loops append the same segments to the same accumulators; per-segment checks
 which file a line belongs to (negative size, empty message-id, part 0 or above its total) are applied
 once per file in ``take()``, for both. Tests compare the two loops line for line.
 
+Native. When the optional C accelerator is built (_speedups.c, chosen in _native.py), the fast loop runs
+in C (``scan``: the fields are read in place, a new file's line still goes to ``_slow_line``, an odd
+line still hands the rest of the chunk to the careful loop) and so does the building of a valid file's
+columns at take (``columns``). It gives the same batches as the Python (tests/unit/indexing compare
+them); ``native=False`` or USENET_INDEXER_PURE=1 runs the Python.
+
 Dates. Only the Date of each file's lowest- and highest-numbered article is parsed (at take): a release
 records the dates of its first and last article, and parsing every line's date would cost a tenth of
 the indexing rate for values that are thrown away.
@@ -114,8 +120,8 @@ class _FileAcc:
     Two bytearrays hold a file's segments, not lists or arrays: a bytearray is not tracked by the
     garbage collector, and a batch holds tens of thousands of files, each object of which every full
     collection walks, and full collections come more often as the heap grows. With an array, two lists
-    and two bound methods per file, a third of the native path's time went to collecting (bench/index.py,
-    1,000,000 lines).
+    and two bound methods per file, a quarter of the native path's time went to collecting
+    (bench/index.py, 1,000,000 lines).
     """
 
     __slots__ = ("first", "first_date", "groups", "info", "last", "last_date", "mids", "poster", "segs", "ts")
@@ -347,7 +353,7 @@ class RangeIndexer:
                     acc.last = num
                     acc.last_date = f[i_date]
                 prev = num
-        except (ValueError, struct.error):
+        except (ValueError, OverflowError, struct.error):
             handed_over = True
         if not handed_over:
             self._counts.headers += len(lines)
