@@ -203,6 +203,9 @@ typedef struct {
     char *ids; /* pending Message-ID fields, each followed by LF */
     Py_ssize_t nids, capids;
     Py_ssize_t count; /* pending segments */
+    int owner;        /* the entry that holds the pending segments of this entry's file: itself, or the
+                         first entry of the same file met under another head (two spellings of a
+                         subject that read as one file), so that they are written in line order */
     int64_t last;
     const char *date; /* the Date field of the last pending line (points into the chunk) */
     Py_ssize_t date_len;
@@ -356,11 +359,19 @@ lookup(Cache *c, PyObject *accs, const char *head, Py_ssize_t head_len)
         Py_DECREF(poster);
         return NULL;
     }
-    Entry *e = &c->e[c->n++];
+    int index = c->n++, owner = index;
+    for (int i = 0; i < index; i++) {
+        if (c->e[i].acc == acc) {
+            owner = c->e[i].owner;
+            break;
+        }
+    }
+    Entry *e = &c->e[index];
     e->head = key;
     e->acc = acc;
     e->ts = ts;
     e->poster = poster;
+    e->owner = owner;
     e->count = e->nsegs = e->nids = 0;
     return e;
 }
@@ -479,6 +490,7 @@ scan(PyObject *module, PyObject *args)
             Py_DECREF(r);
         }
         else {
+            e = &c->e[e->owner];
             Py_ssize_t mid_len = fe[i_mid] - fs[i_mid];
             if (grow((void **)&e->segs, &e->capsegs, e->nsegs + 3, sizeof(int64_t)) < 0 ||
                 grow((void **)&e->ids, &e->capids, e->nids + mid_len + 1, 1) < 0) {

@@ -113,10 +113,14 @@ def corrupt(line: bytes, how: int, rng: random.Random) -> list[bytes]:
         fields[1] = fields[1].replace(b"(", b"(/", 1) if b"(" in fields[1] else fields[1]
     elif how == 39:
         fields[1] = fields[1] + b" (x/y)"  # the last "(" is not the part counter
+    elif how == 40:
+        # another spelling of the same file's subject (a blank more before the file name): the file is
+        # met under two heads
+        fields[1] = fields[1].replace(b' - "', b'  - "', 1)
     return [b"\t".join(fields)]
 
 
-HOWS = 40
+HOWS = 41
 
 
 def index(

@@ -64,11 +64,23 @@ def both(chunks: list[tuple[int, bytes]], first: int, last: int, **kwargs: objec
     return native
 
 
-def posting_chunks(seed: int, size: int, **post: float) -> tuple[int, int, list[tuple[int, bytes]]]:
+def posting_chunks(
+    seed: int, size: int, respell: float = 0.0, **post: float
+) -> tuple[int, int, list[tuple[int, bytes]]]:
+    """A generated posting as (end, text) chunks. ``respell``: the share of lines whose subject gets
+    another spelling that reads as the same file (a blank more before the file name), so that the scan
+    meets one file under two heads."""
     rng = random.Random(seed)
     plan = sample.plan(rng, 30, GROUP, max_parts=40)
     posting = sample.post(plan, rng, **post)  # type: ignore[arg-type]
-    return posting.first, posting.last, [(end, text) for _, end, text in sample.chunks(posting, size)]
+    chunks = []
+    for _, end, text in sample.chunks(posting, size):
+        lines = [
+            line.replace(b' - "', b'  - "', 1) if rng.random() < respell else line
+            for line in text.split(b"\r\n")
+        ]
+        chunks.append((end, b"\r\n".join(lines)))
+    return posting.first, posting.last, chunks
 
 
 # ---- whole batches ------------------------------------------------------------------------------------
@@ -84,12 +96,20 @@ def posting_chunks(seed: int, size: int, **post: float) -> tuple[int, int, list[
     st.floats(0, 0.2),
     st.sets(st.integers(0, 30), max_size=5),
     st.integers(0, 100),
+    st.sampled_from([0.0, 0.3]),
 )
 def test_generated_postings_give_the_same_batches(
-    seed: int, concurrent: int, size: int, shuffle: float, duplicate: float, takes: set[int], resume: int
+    seed: int,
+    concurrent: int,
+    size: int,
+    shuffle: float,
+    duplicate: float,
+    takes: set[int],
+    resume: int,
+    respell: float,
 ) -> None:
     first, last, chunks = posting_chunks(
-        seed, size, concurrent=concurrent, shuffle=shuffle, duplicate=duplicate
+        seed, size, respell, concurrent=concurrent, shuffle=shuffle, duplicate=duplicate
     )
     # A resume point inside the first chunk: the lines before it are skipped by both.
     resume_at = min(first + resume, last)
@@ -414,3 +434,22 @@ def test_the_accelerator_is_built_where_a_compiler_is() -> None:
     if not cc or shutil.which(cc[0]) is None or not headers.is_file():
         pytest.skip("no C compiler or Python headers here")
     assert _native.PATH == "native", _native.REASON
+
+
+@needs_native
+@pytest.mark.parametrize("order", ["ababababa", "abbaabbab", "abababbaa", "abaaaaaab"])
+def test_two_spellings_of_one_file_in_one_chunk(order: str) -> None:
+    """Two subjects that differ before the part counter but read as the same file: the scan meets
+    the file under two heads, and its segments must still be written in line order."""
+    spellings = {"a": '[01/03] - "x.part1.rar" yEnc (%d/9)', "b": '[01/03]  - "x.part1.rar" yEnc (%d/9)'}
+    lines = []
+    for k in range(9):
+        subject = spellings[order[k]] % (k + 1)
+        lines.append(
+            f"{100 + k}\t{subject}\tp@x\tSat, 30 Nov 2024 14:22:{k:02d} +0000\t<m{k}@x>\t\t{1000 + k}\t1\t"
+            f"Xref: h {GROUP}:{100 + k}".encode()
+        )
+    (batch,) = both([(108, b"\r\n".join(lines) + b"\r\n")], 100, 108)
+    (release,) = batch.fragments
+    assert release.last_article == 108
+    assert list(release.files[0].parts) == list(range(1, 10))
