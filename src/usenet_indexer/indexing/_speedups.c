@@ -1,7 +1,7 @@
 /* Optional native accelerator for the range indexer (indexer.py); see _native.py for how it is picked.
 
 Everything here has a pure-Python twin that stays the reference: tests/unit/indexing compare the two on
-generated and golden input. The rule that keeps them equal is that this code only ever does the plain
+generated, golden, damaged and garbage input (test_speedups.py, test_indexer.py). The rule that keeps them equal is that this code only ever does the plain
 case and hands anything unusual back to the Python code that already handles it:
 
 * scan() is indexer.py's fast loop (RangeIndexer._fast) over a whole chunk, without making a Python
@@ -9,9 +9,10 @@ case and hands anything unusual back to the Python code that already handles it:
   goes to the Python slow_line (as one list of fields, exactly as line.split(b"\t") makes it); a line
   that is not plainly well formed (missing fields, an odd number, out of order) stops the scan, and the
   caller hands the rest of the chunk to the careful loop, as _fast does.
-* columns() is the in-order case of RangeIndexer._file_fragment: a file's columns sorted by part,
-  message-ids without angle brackets. It returns None for a file holding any value the Python code
-  would count as malformed, and the Python code walks that file.
+* columns() is RangeIndexer._file_fragment for a file whose every segment is valid: its columns sorted
+  by part (the lowest article kept for a part seen twice), message-ids without angle brackets. It
+  returns None for a file holding any value the Python code would count as malformed, and the Python
+  code walks that file.
 
 Numbers are read only when they are 1 to 18 ASCII digits (they then fit an int64); Python's int() also
 takes signs, blanks and underscores, and those lines take the Python path, which reads them the same way
