@@ -2,9 +2,10 @@
 
 The floor is measured in the same run on the same chunks: inflate each chunk, split it into lines and
 every line into its tab fields, nothing else. Indexing has to do that too, so the ratio of the two rates
-says how much the indexing itself costs (target: at least 0.5). Peak memory is measured in a child
-process that indexes 1,000,000 headers into ONE batch and takes it (tracemalloc's peak, input chunks
-excluded, plus the child's peak RSS).
+says how much the indexing itself costs (target: at least 0.5). The indexer runs its C accelerator when
+it is built (indexing/_native.py) and, in the same run, its pure-Python path (``ratio_to_floor_pure``).
+Peak memory is measured in a child process that indexes 1,000,000 headers into ONE batch and takes it
+(tracemalloc's peak, input chunks excluded, plus the child's peak RSS), on the default path.
 
     uv run python bench/index.py           # 1,000,000 lines, 20,000 per chunk
     uv run python bench/index.py --quick   # a short version (~10 s)
@@ -27,7 +28,7 @@ import tracemalloc
 import zlib
 from pathlib import Path
 
-from usenet_indexer.indexing import sample
+from usenet_indexer.indexing import _native, sample
 from usenet_indexer.indexing.indexer import RangeIndexer
 from usenet_indexer.indexing.rules import default_rules
 from usenet_indexer.wire.batch import encode_batch
@@ -77,10 +78,14 @@ def floor(chunks: list[tuple[int, int, bytes]]) -> int:
 
 
 def index(
-    first: int, last: int, chunks: list[tuple[int, int, bytes]], batch_articles: int
+    first: int,
+    last: int,
+    chunks: list[tuple[int, int, bytes]],
+    batch_articles: int,
+    native: bool | None = None,
 ) -> tuple[int, int]:
     """What a worker does: inflate and index each chunk, take a batch every ``batch_articles``."""
-    indexer = RangeIndexer(GROUP, first, last, first, default_rules())
+    indexer = RangeIndexer(GROUP, first, last, first, default_rules(), native=native)
     headers = fragments = 0
     batch_from = first
     for _, high, data in chunks:
@@ -191,14 +196,19 @@ def main() -> None:
         f"in {time.perf_counter() - start:.1f} s"
     )
 
-    floor_times, index_times = [], []
+    # The default path (the accelerator when built) and, when that is native, the pure-Python one too.
+    paths = {"default": None, "pure": False} if _native.speedups is not None else {"default": None}
+    print(f"indexing path: {_native.PATH} ({_native.REASON})")
+    floor_times: list[float] = []
+    index_times: dict[str, list[float]] = {name: [] for name in paths}
     headers = fragments = 0
-    for _ in range(rounds):  # alternate, best of each: the machine's noise hits both alike
+    for _ in range(rounds):  # alternate, best of each: the machine's noise hits all alike
         t, _ = timed(floor, chunks)
         floor_times.append(t)
-        t, (headers, fragments) = timed(index, first, last, chunks, args.batch_articles)
-        index_times.append(t)
-    assert headers == lines, (headers, lines)
+        for name, native in paths.items():
+            t, (headers, fragments) = timed(index, first, last, chunks, args.batch_articles, native)
+            index_times[name].append(t)
+            assert headers == lines, (headers, lines)
     # For the edge worker's choice, not the library's: the same run with the collector off (a worker
     # process may gc.freeze() after start-up and raise the gen-0 threshold; a library must not).
     gc.collect()
@@ -208,13 +218,19 @@ def main() -> None:
     finally:
         gc.enable()
     floor_rate = lines / min(floor_times)
-    rate = lines / min(index_times)
+    rate = lines / min(index_times["default"])
+    pure_rate = lines / min(index_times["pure"]) if "pure" in index_times else rate
     print(f"floor (inflate + split lines and fields): {floor_rate:,.0f} lines/s (CPU time, best of {rounds})")
     print(
-        f"indexing to batches:                      {rate:,.0f} lines/s (CPU time, best of {rounds}), "
-        f"{fragments} fragments"
+        f"{f'indexing to batches ({_native.PATH}):':42}{rate:,.0f} lines/s "
+        f"(CPU time, best of {rounds}), {fragments} fragments"
     )
     print(f"ratio to floor: {rate / floor_rate:.3f} (target >= 0.5)")
+    if "pure" in index_times:
+        print(
+            f"{'indexing to batches (pure Python):':42}{pure_rate:,.0f} lines/s (CPU time, best of {rounds})"
+        )
+        print(f"ratio to floor, pure Python: {pure_rate / floor_rate:.3f}")
     print(f"indexing, garbage collector off:          {lines / gc_off_time:,.0f} lines/s (one run)")
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -245,6 +261,9 @@ def main() -> None:
                 "lines_per_s": round(rate),
                 "floor_lines_per_s": round(floor_rate),
                 "ratio_to_floor": round(rate / floor_rate, 3),
+                "path": _native.PATH,
+                "lines_per_s_pure": round(pure_rate),
+                "ratio_to_floor_pure": round(pure_rate / floor_rate, 3),
                 "lines_per_s_gc_off": round(lines / gc_off_time),
                 "peak_mb_1m_batch": round(memory["peak_mb"], 1),
                 "batch_headers": memory["headers"],

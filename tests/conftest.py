@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.databases import PostgresTemplate, SqliteTemplate
+from tests.support.s3 import MotoServer
 from usenet_indexer.db import Database, connect
 
 
@@ -45,3 +46,11 @@ def db(database_url: str) -> Iterator[Database]:
     database = connect(database_url)
     yield database
     database.close()
+
+
+@pytest.fixture(scope="session")
+def moto_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
+    """moto's S3 server on 127.0.0.1 (a free port), one for the session; see tests/support/s3.py."""
+    server = MotoServer(tmp_path_factory.mktemp("moto") / "moto.log")
+    yield server
+    server.stop()

@@ -487,6 +487,7 @@ def serve(
     """Run the coordinator: its HTTP API and its background loops (with a news server: the planner,
     prefetcher and corpus fill too)."""
     from usenet_indexer.coordinator.server import run_server
+    from usenet_indexer.storage.blobs import BlobError
 
     with_options(
         ctx,
@@ -499,7 +500,12 @@ def serve(
         nntp_password=nntp_password,
         nntp_connections=nntp_connections,
     )
-    run_server(services_of(ctx))
+    services = services_of(ctx)
+    try:
+        services.blobs.check()  # a bucket that is not there: said now, not as every chunk's failure
+    except BlobError as error:
+        fail(f"storage: {error}")
+    run_server(services)
 
 
 ViewOption = Annotated[str, typer.Option(help="auto (live on a terminal, else plain lines), live or plain")]
@@ -549,12 +555,19 @@ def run(
             "no news server: give one with --nntp-host (and --nntp-port, --nntp-ssl, --nntp-user; the "
             "password in USENET_INDEXER_NNTP_PASSWORD), or try `usenet-indexer demo` with sample data"
         )
+    from usenet_indexer.storage.blobs import BlobError
+
     options = RunOptions(batch_articles=batch_articles)
     if workers is not None:
         options.workers = workers
+    services = services_of(ctx)
+    try:
+        services.blobs.check()  # a bucket that is not there: said now, not as every chunk's failure
+    except BlobError as error:
+        fail(f"storage: {error}")
     try:
         code = run_until_stopped(
-            services_of(ctx),
+            services,
             options,
             view_mode=view,
             exit_when_done=exit_when_done,

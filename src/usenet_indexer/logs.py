@@ -50,6 +50,10 @@ def configure_logging(level: str = "INFO", fmt: str = "auto", *, file: TextIO | 
     logging.getLogger("httpx").setLevel(logging.WARNING)
     # Alembic names every plugin it sets up (7 lines) each time a command applies migrations.
     logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
+    # boto3 (S3 storage): its INFO lines say where credentials were found, and its DEBUG lines carry
+    # signed request headers; neither belongs in our logs, whatever log_level is.
+    for name in ("boto3", "botocore", "s3transfer", "urllib3"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     echo: list[Any] = [] if file is None else [_EchoWarnings()]
     structlog.configure(
         processors=[

@@ -58,6 +58,32 @@ class Settings(BaseSettings):
     batch_max_inflated_bytes: int = Field(default=768 << 20, ge=1024, description="… and inflated")
     snapshot_max_bytes: int = Field(default=1 << 30, ge=1024)
 
+    # -- Storage: the spool, the corpus and window snapshots (storage/) -----------------------------
+    # A directory on this machine by default; object storage (s3://bucket/prefix) when several
+    # coordinators must share them (docs/DEPLOY.md). Credentials: s3_access_key_id and
+    # s3_secret_access_key here (the secret best in the environment or the TOML file), or left unset for
+    # boto3's own chain (AWS_ACCESS_KEY_ID…, ~/.aws, an instance or container role). Never logged.
+    storage_url: str = Field(
+        default="",
+        description="s3://bucket/prefix, or a directory (file:///path or a plain path); "
+        "default: <data_dir>/blobs",
+    )
+    s3_endpoint_url: str | None = Field(
+        default=None, description="An S3-compatible service's URL (none: AWS, by s3_region)"
+    )
+    s3_region: str | None = None
+    s3_access_key_id: str | None = None
+    s3_secret_access_key: SecretStr | None = None
+    s3_addressing_style: Literal["auto", "path", "virtual"] = "auto"
+    s3_connections: int = Field(default=32, ge=1, le=1000, description="HTTP connections to the store")
+    s3_part_bytes: int = Field(default=8 << 20, ge=5 << 20, le=5 << 30, description="Multipart part size")
+
+    # Ownership leases of the background loops (seed 004): another coordinator takes a loop over after
+    # the TTL of silence from its holder; the TTL must be at least 3 × the renew interval (checked), and
+    # every loop's work must return well within it (renewals happen between works).
+    ownership_ttl_seconds: float = Field(default=30.0, gt=0)
+    ownership_renew_seconds: float = Field(default=10.0, gt=0)
+
     # The coordinator's HTTP server.
     host: str = "127.0.0.1"
     port: int = Field(default=8710, ge=0, le=65535)
@@ -121,6 +147,24 @@ class Settings(BaseSettings):
             )
         if self.nntp_host is not None and (self.nntp_user is None) != (self.nntp_password is None):
             raise ValueError("set both nntp_user and nntp_password, or neither")
+        if (self.s3_access_key_id is None) != (self.s3_secret_access_key is None):
+            raise ValueError(
+                "set both s3_access_key_id and s3_secret_access_key, or neither (boto3's own chain)"
+            )
+        if self.ownership_ttl_seconds < 3 * self.ownership_renew_seconds:
+            raise ValueError(
+                f"ownership_ttl_seconds ({self.ownership_ttl_seconds}) must be at least 3 × "
+                f"ownership_renew_seconds ({self.ownership_renew_seconds}): with less, one slow renewal "
+                "loses a loop's lease or lets a live holder look dead"
+            )
+        if self.storage_url.startswith("s3:"):
+            from usenet_indexer.storage.s3 import S3Location
+
+            S3Location.parse(self.storage_url)
+        elif "://" in self.storage_url and not self.storage_url.startswith("file:///"):
+            raise ValueError(
+                f"storage_url {self.storage_url!r}: s3://bucket/prefix, file:///absolute/path or a directory"
+            )
         return self
 
     def news_servers(self) -> list[ServerSettings]:
@@ -149,6 +193,15 @@ class Settings(BaseSettings):
             if fill.priority < 1:
                 raise ValueError(f"fill server {fill.name}: priority must be >= 1 (0 is the primary)")
         return [primary, *fills]
+
+    def blobs_directory(self) -> Path | None:
+        """The local directory blobs live in, or None for object storage."""
+        url = self.storage_url
+        if not url:
+            return self.data_dir / "blobs"
+        if url.startswith("s3:"):
+            return None
+        return Path(url.removeprefix("file://"))
 
     @classmethod
     def settings_customise_sources(

@@ -41,6 +41,11 @@ class Coordinator:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> None:
+        self.launch()
+        self.wait_ready()
+
+    def launch(self) -> None:
+        """Start the process without waiting for it (several coordinators starting at once)."""
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "usenet_indexer", "serve", "--port", str(self.port)],
@@ -48,6 +53,9 @@ class Coordinator:
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )
+
+    def wait_ready(self) -> None:
+        assert self.process is not None
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             assert self.process.poll() is None, self.log.read_text()[-3000:]

@@ -80,7 +80,9 @@ def release_row(release: ReleaseFragment, group: str) -> dict[str, Any]:
         "episode": category.episode,
         "year": category.year,
         "resolution": category.resolution,
-        "segments": pack_segments(release.files),
+        # Level 1: four times the speed of the default for 5% more bytes (message-ids barely compress),
+        # and packing was a quarter of the batch store's time.
+        "segments": pack_segments(release.files, level=1),
     }
 
 

@@ -125,6 +125,7 @@ def reindex(services: Services, group: str) -> int:
     size = services.settings.chunk_articles
     with services.db.transaction() as tx:
         ranges = tx.run("ranges_reindex", {"group_id": row["id"], "priority": STORED_PRIORITY})
+        tx.executemany("batch_log_forget", [{"range_id": r["id"]} for r in ranges])
         # Every chunk is in the corpus: spooled as far as leasing is concerned (spooled ranges go first).
         tx.executemany(
             "range_set_spooled",

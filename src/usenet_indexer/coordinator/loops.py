@@ -5,6 +5,12 @@ it holds it. When a renewal fails the loop stops working at once (self-fencing):
 may claim it only after the TTL, which is at least three renew intervals away, so the two never overlap.
 A work that returns True (more to do now: the prefetcher after a busy round) runs again without waiting
 its period; it must still return well within the TTL, since renewals happen between works.
+
+A work starts only on a lease renewed within the last quarter renew interval (renewed first if not):
+renewed on schedule alone, a work begun just before a renewal was due had only TTL − renew left before
+another coordinator could claim the loop, and one that ran longer (a slow round) would have overlapped
+its successor. So every work has at least TTL − renew/4 to return; the loops bound their works by the
+TTL (prefetcher.py's round grace, the probe's round).
 """
 
 from __future__ import annotations
@@ -76,6 +82,12 @@ class LoopRunner:
             except Exception:
                 log.exception("loop.close_failed")
 
+    def _renew(self, loop: Loop) -> bool:
+        if not self.ownership.renew(loop.name):
+            loop.holding = False
+            log.warning("loop.lost", loop=loop.name, holder=self.ownership.holder)
+        return loop.holding
+
     def _run(self, loop: Loop) -> None:
         renew = self.ownership.renew_interval
         next_work = 0.0
@@ -89,10 +101,12 @@ class LoopRunner:
                         log.info("loop.acquired", loop=loop.name, holder=self.ownership.holder)
                         next_renew = now + renew
                 elif now >= next_renew:
-                    if not self.ownership.renew(loop.name):
-                        loop.holding = False
-                        log.warning("loop.lost", loop=loop.name, holder=self.ownership.holder)
+                    self._renew(loop)
                     next_renew = now + renew
+                if loop.holding and now >= next_work and next_renew - time.monotonic() < 0.75 * renew:
+                    renewed_at = time.monotonic()  # renewed over renew/4 ago: renewed before the work
+                    if self._renew(loop):
+                        next_renew = renewed_at + renew
                 if loop.holding and now >= next_work:
                     more = loop.work()
                     loop.runs += 1

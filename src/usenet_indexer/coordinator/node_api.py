@@ -25,7 +25,7 @@ from usenet_indexer.leases.errors import LeaseLost, RangeError
 from usenet_indexer.leases.groups import BadLane, check_lane
 from usenet_indexer.leases.ranges import RangeLease
 from usenet_indexer.logs import get_logger
-from usenet_indexer.storage.blobs import BlobError
+from usenet_indexer.storage.blobs import BlobError, BlobTooLarge
 from usenet_indexer.storage.corpus import CorpusRange
 from usenet_indexer.wire.batch import BatchError, decode_batch
 from usenet_indexer.wire.frames import STREAM_HEADER, encode_end, encode_frame_parts, encode_keepalive
@@ -37,6 +37,9 @@ Id = Annotated[int, Path(ge=1, le=MAX_ID)]
 Epoch = Annotated[int, Query(ge=1, le=MAX_ID, description="The lease's epoch (fencing token)")]
 LaneParam = Annotated[str, Query(description="history or tail")]
 POLL_SECONDS = 0.5
+# A snapshot body is handed to its blob writer in pieces this big, on a thread: an object store's
+# writer uploads a multipart part inside write(), which must not stall the event loop.
+SNAPSHOT_WRITE_BYTES = 1 << 20
 
 
 class CorruptReport(BaseModel):
@@ -187,6 +190,7 @@ def node_router(services: Services, metrics: Metrics) -> APIRouter:
                 "name": granted.group,
                 "lane": granted.lane,
                 "epoch": granted.epoch,
+                "ttl": settings.lease_ttl_seconds,
             },
             "snapshot": None
             if granted.snapshot_next is None
@@ -223,14 +227,20 @@ def node_router(services: Services, metrics: Metrics) -> APIRouter:
         await run(services.lanes.heartbeat, group_id, node_id, lane, epoch)
         # Streamed to storage as it arrives, then recorded under the lane's epoch: a holder that lost
         # the lane meanwhile writes a blob nobody points to, and the next PUT's prune removes it.
-        location, writer = services.snapshots.writer(group_id, lane, next)
+        location, writer = await run(services.snapshots.writer, group_id, lane, next)
         try:
+            pending = bytearray()
             async for piece in request.stream():
-                writer.write(piece)
-        except BlobError as error:
+                pending += piece
+                if len(pending) >= SNAPSHOT_WRITE_BYTES:
+                    await run(writer.write, bytes(pending))
+                    pending.clear()
+            if pending:
+                await run(writer.write, bytes(pending))
+        except BlobTooLarge as error:
             raise HTTPException(413, f"snapshot over the {settings.snapshot_max_bytes}-byte cap") from error
         except BaseException:
-            writer.abort()
+            await run(writer.abort)
             raise
         size = await run(writer.commit)
         await run(
@@ -407,3 +417,9 @@ def install_error_handlers(app: FastAPI, metrics: Metrics) -> None:
     @app.exception_handler(BadLane)
     async def bad_lane(request: Request, error: BadLane) -> JSONResponse:
         return JSONResponse({"error": str(error)}, status_code=400)
+
+    @app.exception_handler(BlobError)
+    async def storage_failed(request: Request, error: BlobError) -> JSONResponse:
+        # Object storage that did not answer: the worker retries 5xx, as it does a coordinator restart.
+        log.error("storage.failed", path=request.url.path, error=str(error))
+        return JSONResponse({"error": f"storage unavailable, retry: {error}"}, status_code=503)

@@ -66,8 +66,9 @@ MAX_STORE_THREADS = 16
 SPOOL_SIZE_SECONDS = 5.0
 # Chunk fetches failing in a row (after the pool's retries): the server is in trouble, end the round.
 FAILURES_TO_END_ROUND = 8
-# A fetch is abandoned this long after its round's deadline: with the default 5 s rounds a round ends
-# within 15 s (+ one chunk's store), well inside the ownership lease's 30 s TTL with its 10 s renewals.
+# A fetch is abandoned this long after its round's deadline (at most a third of the ownership lease's
+# TTL): with the default 5 s rounds a round ends within 15 s (+ one chunk's store), well inside the
+# 30 s TTL of a lease renewed just before the round (coordinator/loops.py).
 ROUND_GRACE_SECONDS = 10.0
 
 
@@ -200,7 +201,8 @@ class Prefetcher:
             try:
                 # A fetch still running this long after the round's end is given up (a server that
                 # stalls while the pool retries): the loop must get back to renewing its lease.
-                async with asyncio.timeout(max(0.0, state.deadline + ROUND_GRACE_SECONDS - time.monotonic())):
+                grace = min(ROUND_GRACE_SECONDS, self.settings.ownership_ttl_seconds / 3)
+                async with asyncio.timeout(max(0.0, state.deadline + grace - time.monotonic())):
                     fetched = await fetch_chunk(pool, job.target.group, job.span, plain=job.plain)
                 size = await self._in_thread(self.store, job, fetched)
             except TimeoutError:

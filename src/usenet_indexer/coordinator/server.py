@@ -87,7 +87,12 @@ def background_loops(services: Services, news: NewsService | None = None) -> Loo
     the prefetcher, the corpus fill and the probe, which share one connection pool (coordinator/news.py)."""
     settings = services.settings
     ttl = settings.lease_ttl_seconds
-    ownership = OwnershipLeases(services.db, holder_name(), ttl_seconds=30.0, renew_seconds=10.0)
+    ownership = OwnershipLeases(
+        services.db,
+        holder_name(),
+        ttl_seconds=settings.ownership_ttl_seconds,
+        renew_seconds=settings.ownership_renew_seconds,
+    )
     runner = LoopRunner(ownership)
     cleanup = SpoolCleanup(services)
     runner.add("finish-abandoned", min(30.0, ttl / 2), cleanup.finish_abandoned)
@@ -113,14 +118,15 @@ def probe_work(services: Services, news: NewsService) -> Callable[[], bool]:
     """The catalog's Prober (PAR2 bodies of obfuscated releases) as a loop's work, on the shared pool;
     True when it took a full batch (more may be queued)."""
     prober = Prober(services.db, news.body)
+    bound = min(PROBE_ROUND_SECONDS, services.settings.ownership_ttl_seconds / 2)
 
     def work() -> bool:
         try:
             # Bounded like every loop's work (the ownership lease is renewed between works); probes cut
             # off here stay "working" until the queue's stale limit hands them out again.
-            results = asyncio.run(asyncio.wait_for(prober.run_once(), PROBE_ROUND_SECONDS))
+            results = asyncio.run(asyncio.wait_for(prober.run_once(), bound))
         except TimeoutError:
-            log.warning("probe.round_late", action=f"cut off after {PROBE_ROUND_SECONDS:.0f} s")
+            log.warning("probe.round_late", action=f"cut off after {bound:.0f} s")
             return False
         return len(results) >= prober.batch
 

@@ -42,6 +42,29 @@ class Services:
         self.db.close()
 
 
+def open_blob_store(settings: Settings) -> BlobStore:
+    """The local directory (``<data_dir>/blobs`` unless ``storage_url`` names another), or object
+    storage for ``storage_url = "s3://…"``."""
+    directory = settings.blobs_directory()
+    if directory is not None:
+        return LocalBlobStore(directory)
+    from usenet_indexer.storage.s3 import S3Options, s3_blob_store  # boto3 only when it is used
+
+    secret = settings.s3_secret_access_key
+    return s3_blob_store(
+        settings.storage_url,
+        S3Options(
+            endpoint_url=settings.s3_endpoint_url,
+            region=settings.s3_region,
+            access_key_id=settings.s3_access_key_id,
+            secret_access_key=None if secret is None else secret.get_secret_value(),
+            addressing_style=settings.s3_addressing_style,
+            connections=settings.s3_connections,
+            part_bytes=settings.s3_part_bytes,
+        ),
+    )
+
+
 def open_services(settings: Settings, *, migrate: bool = True, max_connections: int = 20) -> Services:
     """Connect to the store (applying migrations first: every command that needs the store does)."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -56,7 +79,7 @@ def open_services(settings: Settings, *, migrate: bool = True, max_connections: 
         history_allowed=space.history_allowed,
     )
     sizes = PlanSizes(settings.range_articles, settings.era_articles, settings.tail_min_articles)
-    blobs = LocalBlobStore(settings.data_dir / "blobs")
+    blobs = open_blob_store(settings)
     rules = RuleStore(db)
     if migrate:
         rules.ensure_default()

@@ -83,7 +83,9 @@ def run_lanes(worker: EdgeWorker, lane: str, max_ranges: int | None = None) -> i
             int(held["group"]["epoch"]),
         )
         log.info("lane.held", group=group, lane=lane, epoch=epoch)
-        heartbeat = LaneHeartbeat(client, group_id, lane, epoch, LANE_HEARTBEAT_SECONDS)
+        # A quarter of the lane's TTL (the coordinator says it), at most LANE_HEARTBEAT_SECONDS.
+        ttl = float(held["group"].get("ttl", 4 * LANE_HEARTBEAT_SECONDS))
+        heartbeat = LaneHeartbeat(client, group_id, lane, epoch, min(LANE_HEARTBEAT_SECONDS, ttl / 4))
         window: Window | None = None
         exhausted = False
         try:

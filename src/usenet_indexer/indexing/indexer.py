@@ -20,6 +20,12 @@ Both loops append the same segments to the same accumulators; per-segment checks
 which file a line belongs to (negative size, empty message-id, part 0 or above its total) are applied
 once per file in ``take()``, for both. Tests compare the two loops line for line.
 
+Native. When the optional C accelerator is built (_speedups.c, chosen in _native.py), the fast loop runs
+in C (``scan``: the fields are read in place, a new file's line still goes to ``_slow_line``, an odd
+line still hands the rest of the chunk to the careful loop) and so does the building of a valid file's
+columns at take (``columns``). It gives the same batches as the Python (tests/unit/indexing compare
+them); ``native=False`` or USENET_INDEXER_PURE=1 runs the Python.
+
 Dates. Only the Date of each file's lowest- and highest-numbered article is parsed (at take): a release
 records the dates of its first and last article, and parsing every line's date would cost a tenth of
 the indexing rate for values that are thrown away.
@@ -32,6 +38,7 @@ cross-post indexed from two groups is two releases with the same segments.
 from __future__ import annotations
 
 import hashlib
+import struct
 from array import array
 from collections import Counter
 from collections.abc import Sequence
@@ -39,6 +46,7 @@ from dataclasses import dataclass, field
 from operator import itemgetter, lt
 from typing import NamedTuple
 
+from usenet_indexer.indexing import _native
 from usenet_indexer.indexing.fragment import (
     Batch,
     FileFragment,
@@ -100,37 +108,30 @@ class _FileInfo(NamedTuple):
     ident: tuple[str, str, int]  # (release key, file name, parts total)
 
 
-class _FileAcc:
-    """The segments of one file in the current batch. Slots and bound appends: this is the hot path."""
+# A segment as the loops store it: (part, size, article), native int64s. struct raises on a number
+# beyond int64 before anything is appended, so a bad line never misaligns the triples after it.
+_TRIPLE = struct.Struct("=3q")
+_pack = _TRIPLE.pack
 
-    __slots__ = (
-        "blocks",
-        "ext",
-        "first",
-        "first_date",
-        "groups",
-        "info",
-        "last",
-        "last_date",
-        "mids",
-        "mput",
-        "poster",
-        "segs",
-        "ts",
-    )
+
+class _FileAcc:
+    """The segments of one file in the current batch. Slots: this is the hot path.
+
+    Two bytearrays hold a file's segments, not lists or arrays: a bytearray is not tracked by the
+    garbage collector, and a batch holds tens of thousands of files, each object of which every full
+    collection walks, and full collections come more often as the heap grows. With an array, two lists
+    and two bound methods per file, a quarter of the native path's time went to collecting
+    (bench/index.py, 1,000,000 lines).
+    """
+
+    __slots__ = ("first", "first_date", "groups", "info", "last", "last_date", "mids", "poster", "segs", "ts")
 
     def __init__(self, info: _FileInfo, number: int, date: bytes, groups: tuple[str, ...]) -> None:
         self.info = info
-        self.segs: array[int] = int_array()  # (part, size, article) triples
-        self.mids: list[bytes] = []  # raw Message-ID fields of the current chunk
-        # Earlier chunks' fields, one b"\n"-joined block per chunk: fields hold no newline, so nothing
-        # is lost, and a batch keeps one object per file and chunk instead of one per segment (half
-        # the memory, and nothing for the garbage collector to walk).
-        self.blocks: list[bytes] = []
-        # fromlist, not extend: on an overflow it leaves the array unchanged, where extend would keep
-        # the values before the bad one and misalign every later triple.
-        self.ext = self.segs.fromlist
-        self.mput = self.mids.append
+        self.segs = bytearray()  # _TRIPLE after _TRIPLE
+        # Raw Message-ID fields, each followed by b"\n": fields hold no newline, so nothing is lost,
+        # and nothing is an object of its own.
+        self.mids = bytearray()
         self.first = number
         self.first_date = date
         self.last = number
@@ -139,20 +140,19 @@ class _FileAcc:
         self.ts = b""  # the part total (and what follows it) the fast loop matches, once keyed
         self.poster = b""
 
-    def compact(self) -> None:
-        if self.mids:
-            self.blocks.append(b"\n".join(self.mids))
-            self.mids.clear()
+    def columns(self) -> array[int]:
+        """The segments as one array of (part, size, article) triples."""
+        segs = int_array()
+        segs.frombytes(self.segs)
+        return segs
 
     def message_id_fields(self) -> bytes:
         """Every raw Message-ID field, in arrival order, joined by newlines."""
-        self.compact()
-        return self.blocks[0] if len(self.blocks) == 1 else b"\n".join(self.blocks)
+        return bytes(self.mids[:-1])
 
     def release_columns(self) -> None:
         del self.segs[:]
-        self.mids.clear()
-        self.blocks.clear()
+        del self.mids[:]
 
 
 @dataclass(slots=True)
@@ -174,7 +174,11 @@ class RangeIndexer:
         resume_at: int,
         rules: RuleSet,
         fmt: OverviewFormat = DEFAULT_FORMAT,
+        *,
+        native: bool | None = None,
     ) -> None:
+        """``native``: use the C accelerator (True: required), the pure-Python loops (False), or the
+        accelerator when it is built (None, the default); see _native.py. The batches are the same."""
         if not 0 <= start <= end <= MAX_NUMBER:
             raise IndexerError(f"range [{start}, {end}] is not a range of article numbers")
         if not start <= resume_at <= end + 1:
@@ -193,8 +197,21 @@ class RangeIndexer:
         self._by_subject: dict[tuple[bytes, bytes], tuple[_FileInfo, int] | None] = {}
         self._infos: dict[tuple[str, str, int], _FileInfo] = {}
         self._keys: dict[tuple[str, str, int], str] = {}
+        self._releases: dict[_ReleaseInfo, _ReleaseInfo] = {}
+        self._xrefs: dict[bytes, tuple[str, ...]] = {}
         self._dates: dict[bytes, int | None] = {}
+        if native and _native.speedups is None:
+            raise IndexerError(f"the native accelerator is not available: {_native.REASON}")
+        self._speedups = None if native is False else _native.speedups
+        self._fields = (fmt.need, fmt.subject, fmt.poster, fmt.date, fmt.message_id, fmt.size)
+        if self._speedups is not None and fmt.need > self._speedups.MAX_FIELDS:
+            self._speedups = None  # an overview of that many fields is read by the Python loop
         self._reset_batch()
+
+    @property
+    def native(self) -> bool:
+        """Whether this indexer runs the C accelerator."""
+        return self._speedups is not None
 
     # ---- the worker's interface ------------------------------------------------------------------
 
@@ -217,14 +234,21 @@ class RangeIndexer:
                 f"this one ends at {next_article - 1}"
             )
         lo, hi = self._next, next_article - 1
-        lines = split_lines(chunk)
-        if chunk_is_clean(chunk, lines):
-            self._fast(lines, lo, hi)
+        if self._speedups is not None:
+            # The fast loop in C; it stops where _fast would hand over (at 0 for a chunk that is not clean).
+            at, count = self._speedups.scan(chunk, self._accs, self._slow_line, lo, hi, self._fields)
+            if at == count:
+                self._counts.headers += count
+                self._counts.gaps += (hi - lo + 1) - count
+            else:
+                self._hand_over(split_lines(chunk), at, lo, hi)
         else:
-            self._careful(lines, 0, lo, hi, set())
+            lines = split_lines(chunk)
+            if chunk_is_clean(chunk, lines):
+                self._fast(lines, lo, hi)
+            else:
+                self._careful(lines, 0, lo, hi, set())
         self._next = next_article
-        for acc in self._files.values():
-            acc.compact()
 
     def finish(self) -> None:
         """The range is read to its end; the next take() is its last batch."""
@@ -284,7 +308,7 @@ class RangeIndexer:
         self._accs: dict[bytes, _FileAcc] = {}
         self._files: dict[tuple[str, str, int], _FileAcc] = {}
         self._counts = _Counts()
-        for cache in (self._by_counter, self._by_subject, self._dates):
+        for cache in (self._by_counter, self._by_subject, self._dates, self._releases, self._xrefs):
             if len(cache) > _CACHE_LIMIT:
                 cache.clear()
 
@@ -321,20 +345,25 @@ class RangeIndexer:
                 if acc is None or acc.ts != ts or acc.poster != f[i_from]:
                     slow(f, num)
                 else:
-                    # A bad number raises before or inside fromlist(), which then appends nothing.
-                    acc.ext([int(ps), int(f[i_size]), num])
-                    acc.mput(f[i_mid])
+                    # A bad number raises before anything is appended.
+                    acc.segs += _pack(int(ps), int(f[i_size]), num)
+                    mids = acc.mids
+                    mids += f[i_mid]
+                    mids += b"\n"
                     acc.last = num
                     acc.last_date = f[i_date]
                 prev = num
-        except (ValueError, OverflowError):
+        except (ValueError, OverflowError, struct.error):
             handed_over = True
         if not handed_over:
             self._counts.headers += len(lines)
             self._counts.gaps += (hi - lo + 1) - len(lines)
             return
+        self._hand_over(lines, _position(lines, line), lo, hi)
+
+    def _hand_over(self, lines: list[bytes], at: int, lo: int, hi: int) -> None:
+        """The careful loop from ``lines[at]``, after the fast loop read the lines before it."""
         # Lines before the odd one were in span, ascending and whole: each is one distinct article.
-        at = _position(lines, line)
         seen = {int(earlier.split(_TAB, 1)[0]) for earlier in lines[:at]}
         self._counts.headers += at
         self._careful(lines, at, lo, hi, seen)
@@ -412,15 +441,16 @@ class RangeIndexer:
             return
         acc = self._files.get(info.ident)
         if acc is None:
-            xref = f[fmt.xref] if fmt.xref is not None and fmt.xref < len(f) else b""
-            groups = tuple(sorted({self.group, *xref_groups(xref, fmt.xref_full)}))
+            groups = self._groups(f[fmt.xref] if fmt.xref is not None and fmt.xref < len(f) else b"")
             acc = self._files[info.ident] = _FileAcc(info, num, f[fmt.date], groups)
         if counter:
             acc.ts = ts
             acc.poster = poster
             self._accs[head] = acc
-        acc.ext([part, size, num])
-        acc.mput(f[fmt.message_id])
+        acc.segs += _pack(part, size, num)  # each within int64: checked above
+        mids = acc.mids
+        mids += f[fmt.message_id]
+        mids += b"\n"
         # Lines can reach here out of order (the careful loop): keep the dates of the extremes.
         if num >= acc.last:
             acc.last = num
@@ -428,6 +458,22 @@ class RangeIndexer:
         if num < acc.first:
             acc.first = num
             acc.first_date = f[fmt.date]
+
+    def _groups(self, xref: bytes) -> tuple[str, ...]:
+        """The indexing group and those of an Xref value, sorted."""
+        # The Xrefs of one server's posts to the same groups differ only in the article numbers, and
+        # for a post to one group only in the digits after the last ":". Everything before them decides
+        # the groups (xref_groups reads each word up to its first ":"), so they are kept by that prefix:
+        # xref_groups took a sixth of the time of reading a new file.
+        text = xref.strip()
+        cut = text.rfind(b":") + 1
+        if cut < 5 or not text[cut:].isdigit():  # shorter than "Xref:", or not a number at the end
+            return tuple(sorted({self.group, *xref_groups(xref, self.fmt.xref_full)}))
+        prefix = text[:cut]
+        groups = self._xrefs.get(prefix)
+        if groups is None:
+            groups = self._xrefs[prefix] = tuple(sorted({self.group, *xref_groups(xref, self.fmt.xref_full)}))
+        return groups
 
     def _read_subject(
         self, subject: bytes, poster: bytes, head: bytes, ps: bytes, ts: bytes
@@ -464,13 +510,10 @@ class RangeIndexer:
         ident = (key, m.file_name, m.part_total)
         info = self._infos.get(ident)
         if info is None:
-            release = _ReleaseInfo(
-                key=key,
-                name=m.name,
-                poster=poster,
-                file_total=m.file_total,
-                request_id=m.request_id,
-            )
+            # One _ReleaseInfo for the files that read alike, not one per file: fewer objects for the
+            # garbage collector to walk (see _FileAcc).
+            release = _ReleaseInfo(key, m.name, poster, m.file_total, m.request_id)
+            release = self._releases.setdefault(release, release)
             info = _FileInfo(release, m.file_name, m.file_index, m.part_total, m.kind, ident)
             if len(self._infos) > _CACHE_LIMIT:
                 self._infos.clear()
@@ -487,10 +530,15 @@ class RangeIndexer:
         size, an empty message-id, a part out of its range) is walked segment by segment.
         """
         info = acc.info
-        segs = acc.segs
-        parts, sizes, articles = segs[0::3], segs[1::3], segs[2::3]
-        raw_ids = acc.message_id_fields()
         total = info.parts_total
+        if self._speedups is not None:
+            # What follows, for a file whose every segment is valid; None sends it through the Python.
+            built = self._speedups.columns(acc.segs, acc.mids, total)
+            if built is not None:
+                return FileFragment(info.name, info.file_index, total, *built)
+        raw_ids = acc.message_id_fields()
+        segs = acc.columns()
+        parts, sizes, articles = segs[0::3], segs[1::3], segs[2::3]
         n = len(parts)
         ids = raw_ids.replace(b"<", b"").replace(b">", b"")
         part_list = parts.tolist()

@@ -113,7 +113,9 @@ class GroupLeases:
             self.held(tx, group_id, node_id, lane, epoch)
             tx.execute("group_lane_heartbeat", {**key, "epoch": epoch})
             pick = tx.one("group_lane_next_range", key)
-            if pick is None:
+            if pick is None or pick["live"]:
+                # Nothing left, or the next range in order is held by someone else (a plain range
+                # lease from before the lane was claimed, a dead holder not yet past its TTL): wait.
                 return None
             live = tx.one("group_live_leases", {**key, "except_range": pick["range_id"]})
             assert live is not None

@@ -1,9 +1,14 @@
 """Where spool, corpus and snapshots keep their bytes: a key–value store of immutable blobs.
 
 One interface, so that a deployment with several coordinators can put all three in object storage
-(the corpus of a large indexer is terabytes) while one machine keeps them in its data directory.
-Keys are ``/``-separated names built by the callers from validated integers and group names only;
-``check_key`` refuses anything else before it can touch a filesystem.
+(the corpus of a large indexer is terabytes; storage/s3.py) while one machine keeps them in its data
+directory (``LocalBlobStore`` here). Keys are ``/``-separated names built by the callers from validated
+integers and group names only; ``check_key`` refuses anything else before it can touch a filesystem
+or a bucket.
+
+Errors: ``BlobTooLarge`` past a writer's cap; any other ``BlobError`` is storage that failed (an
+object store that did not answer, a blob removed while read). A full local disk stays the ``OSError``
+(ENOSPC) it is: the prefetcher pauses on it (coordinator/fetching.py).
 """
 
 from __future__ import annotations
@@ -25,6 +30,10 @@ class BlobError(Exception):
     pass
 
 
+class BlobTooLarge(BlobError):
+    """More bytes than the writer's ``max_bytes``; nothing was stored."""
+
+
 def check_key(key: str) -> str:
     parts = key.split("/")
     if not parts or any(not _KEY_PART.match(p) or p in (".", "..") or ".." in p for p in parts):
@@ -36,7 +45,7 @@ class BlobWriter(Protocol):
     """A blob being written piece by piece (a body streamed in); nothing is visible until commit."""
 
     def write(self, piece: bytes) -> None:
-        """Append; past the writer's cap raises BlobError (abort follows)."""
+        """Append; past the writer's cap raises BlobTooLarge (having aborted)."""
 
     def commit(self) -> int:
         """Make the blob visible at once; returns its size."""
@@ -46,6 +55,9 @@ class BlobWriter(Protocol):
 
 
 class BlobStore(Protocol):
+    def check(self) -> None:
+        """Fail now, with what to do, when the store cannot be used (``serve`` calls it at start)."""
+
     def writer(self, key: str, *, max_bytes: int) -> BlobWriter:
         """A writer for ``key``; see BlobWriter."""
 
@@ -53,7 +65,7 @@ class BlobStore(Protocol):
         """Store ``data`` under ``key`` atomically: a reader sees all of it or nothing."""
 
     def put_stream(self, key: str, pieces: Iterable[bytes], *, max_bytes: int) -> int:
-        """Store the concatenated pieces atomically; more than ``max_bytes`` raises BlobError and
+        """Store the concatenated pieces atomically; more than ``max_bytes`` raises BlobTooLarge and
         leaves nothing behind. Returns the size."""
 
     def get(self, key: str) -> bytes | None:
@@ -77,8 +89,9 @@ class BlobStore(Protocol):
         """Total bytes under ``prefix/``."""
 
     def sweep_temporary(self, prefix: str, older_than_seconds: float) -> int:
-        """Remove what writers left half-written under ``prefix/`` (a crash between write and commit)
-        longer ago than ``older_than_seconds``; returns how many. Never touches a committed blob."""
+        """Remove what writers left half-written under ``prefix/`` (a crash between write and commit:
+        temporary files, unfinished multipart uploads) longer ago than ``older_than_seconds``; returns
+        how many. Never touches a committed blob."""
 
 
 class LocalFileWriter:
@@ -95,7 +108,7 @@ class LocalFileWriter:
         self.size += len(piece)
         if self.size > self.max_bytes:
             self.abort()
-            raise BlobError(f"{self.key}: more than {self.max_bytes} bytes")
+            raise BlobTooLarge(f"{self.key}: more than {self.max_bytes} bytes")
         self.out.write(piece)
 
     def commit(self) -> int:
@@ -126,6 +139,20 @@ class LocalBlobStore:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+
+    def __repr__(self) -> str:
+        return f"LocalBlobStore({str(self.root)!r})"
+
+    def check(self) -> None:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(prefix=".tmp-check-", dir=self.root):
+                pass
+        except OSError as error:
+            raise BlobError(
+                f"cannot write under {self.root} ({error.strerror}): give the coordinator's user a "
+                "writable data_dir, or set storage_url"
+            ) from error
 
     def _path(self, key: str) -> Path:
         return self.root / check_key(key)

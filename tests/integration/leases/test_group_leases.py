@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.store import TTL, backdate_lane, query
+from tests.support.store import TTL, backdate, backdate_lane, query
 from usenet_indexer.coordinator.services import Services
 from usenet_indexer.leases.errors import LeaseLost
 from usenet_indexer.leases.groups import BadLane, check_lane
@@ -121,3 +121,21 @@ def test_tail_and_history_lanes_have_their_own_holders(
     history_range = services.lanes.next(group, node, "history", history.epoch)
     assert history_range is not None
     assert history_range.lane == "history"
+
+
+def test_a_lane_waits_for_its_next_range_rather_than_skipping_it(
+    services: Services, node: int, other_node: int
+) -> None:
+    group = plan(services, "alt.binaries.a", 1, 2_999)
+    query(services.db, "UPDATE ranges SET spooled_chunks = 1 WHERE start_id = 1")  # leased first
+    held_elsewhere = services.ranges.lease(other_node)  # a plain lease from before the lane was held
+    assert held_elsewhere is not None
+    assert held_elsewhere.start == 1
+    lane = services.lanes.lease(node, "history")
+    assert lane is not None
+    # Its window must see the ranges in order: the lane does not jump to 1000–1999.
+    assert services.lanes.next(group, node, "history", lane.epoch) is None
+    backdate(services.db, held_elsewhere.range_id, TTL + 1)
+    taken = services.lanes.next(group, node, "history", lane.epoch)
+    assert taken is not None
+    assert (taken.range_id, taken.start, taken.took_over) == (held_elsewhere.range_id, 1, True)

@@ -19,6 +19,7 @@ from usenet_indexer.coordinator.planning import STORED_PRIORITY
 from usenet_indexer.coordinator.prefetcher import Prefetcher
 from usenet_indexer.coordinator.server import background_loops
 from usenet_indexer.coordinator.services import Services
+from usenet_indexer.leases.audit import audit
 from usenet_indexer.storage.corpus import CorpusRange
 from usenet_indexer.wire.chunks import inflate_chunk
 
@@ -79,6 +80,9 @@ async def test_captured_ranges_go_to_the_corpus_and_are_reindexed_without_the_se
                 await asyncio.to_thread(index_range, services, node) == range_id
             )  # … and it is indexed again
             assert len(server.commands) == commands
+            # The second pass is the range's record: each article once, the audit clean.
+            report = audit(services.db, ttl=services.settings.lease_ttl_seconds, max_per_group=2)
+            assert report.problems == []
         finally:
             prefetcher.close()
             await asyncio.to_thread(news.close)
@@ -240,7 +244,7 @@ def test_settings_name_the_news_servers(tmp_path: Any, monkeypatch: Any) -> None
         '[[nntp_fill_servers]]\nhost = "fill.example.net"\nconnections = 2\n'
     )
     monkeypatch.setenv("USENET_INDEXER_CONFIG", str(config))
-    monkeypatch.setenv("USENET_INDEXER_NNTP_PASSWORD", "secret")
+    monkeypatch.setenv("USENET_INDEXER_NNTP_PASSWORD", "pa55-n3ws")
     monkeypatch.setenv("USENET_INDEXER_NNTP_CONNECTIONS", "20")
     settings = Settings(data_dir=tmp_path)
     primary, fill = settings.news_servers()
@@ -250,6 +254,6 @@ def test_settings_name_the_news_servers(tmp_path: Any, monkeypatch: Any) -> None
         True,
         20,
     )
-    assert primary.password is not None and primary.password.get_secret_value() == "secret"
+    assert primary.password is not None and primary.password.get_secret_value() == "pa55-n3ws"
     assert (fill.host, fill.port, fill.priority, fill.connections) == ("fill.example.net", 119, 1, 2)
-    assert "secret" not in repr(settings)
+    assert "pa55-n3ws" not in repr(settings)  # the value; "secret" is in a setting's name

@@ -15,6 +15,9 @@ from usenet_indexer.indexing.window import Window, WindowError
 
 from .drive import GROUP, catalog, lane, run_range, scenario, single_run
 
+# Each test runs on the C accelerator and on the pure-Python path (conftest.py).
+pytestmark = pytest.mark.usefixtures("indexing_path")
+
 SCENARIOS = [
     scenario(seed, releases=9, max_parts=15, duplicate=0.03, missing=0.03, shuffle=0.2) for seed in (1, 2)
 ]

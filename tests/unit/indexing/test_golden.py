@@ -11,6 +11,9 @@ from usenet_indexer.indexing.merge import is_complete, totals
 
 from .drive import GROUP, catalog, expected, run_range, scenario, single_run
 
+# Each test runs on the C accelerator and on the pure-Python path (conftest.py).
+pytestmark = pytest.mark.usefixtures("indexing_path")
+
 
 def _check(found: dict, want: dict) -> None:
     assert set(found) == set(want)

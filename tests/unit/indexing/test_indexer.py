@@ -13,8 +13,10 @@ from hypothesis import strategies as st
 from usenet_indexer.indexing import indexer as indexer_module
 from usenet_indexer.indexing.fragment import Batch
 from usenet_indexer.indexing.indexer import IndexerError, RangeIndexer
+from usenet_indexer.indexing.overview import OverviewFormat, xref_groups
 from usenet_indexer.indexing.rules import default_rules
 
+from .conftest import NATIVE
 from .drive import GROUP, scenario
 
 S = scenario(17, releases=8, max_parts=12)
@@ -23,6 +25,8 @@ LINES = [S.lines[n] for n in sorted(S.lines)]
 
 def corrupt(line: bytes, how: int, rng: random.Random) -> list[bytes]:
     fields = line.split(b"\t")
+    if len(fields) < 9 and how not in (1, 2, 12, 13, 14, 15, 29, 36):
+        return [line]  # a line damaged already, too short for this
     if how == 0:
         return [b"\t".join(fields[:4])]  # missing fields
     if how == 1:
@@ -35,7 +39,7 @@ def corrupt(line: bytes, how: int, rng: random.Random) -> list[bytes]:
         fields[4] = b"<>"  # no message-id
     elif how == 5:
         fields[1] = fields[1].rsplit(b"(", 1)[0] + b"(0/9)"  # part 0
-    elif how == 6:
+    elif how == 6 and fields[0].isdigit():
         fields[0] = str(int(fields[0]) + 10**9).encode()  # out of span
     elif how == 7:
         fields[1] = b"Re: a question"  # no rule reads it
@@ -47,23 +51,101 @@ def corrupt(line: bytes, how: int, rng: random.Random) -> list[bytes]:
         fields[6] = str(2**64).encode()  # size beyond int64
     elif how == 11:
         fields[1] = fields[1].rsplit(b"(", 1)[0] + b"(%d/9)" % 2**70  # part beyond int64
+    # Numbers that Python's int() reads and the C accelerator leaves to the Python code (it reads only
+    # 1 to 18 plain digits): both paths must still agree.
+    elif how == 12:
+        fields[0] = b"+" + fields[0]
+    elif how == 13:
+        fields[0] = b"0000000000" + fields[0]  # more than 18 digits, the same number
+    elif how == 14:
+        fields[0] = fields[0][:3] + b"_" + fields[0][3:]
+    elif how == 15:
+        fields[0] = fields[0] + b" "
+    elif how == 16:
+        fields[6] = b" " + fields[6]
+    elif how == 17:
+        fields[6] = b"+" + fields[6]
+    elif how == 18:
+        fields[6] = b"1" + b"0" * 18  # 19 digits, still an int64
+    elif how == 19:
+        fields[6] = fields[6][:2] + b"_" + fields[6][2:]
+    elif how == 20:
+        head, _, tail = fields[1].rpartition(b"(")
+        fields[1] = head + b"( " + tail  # part " p"
+    elif how == 21:
+        head, _, tail = fields[1].rpartition(b"(")
+        fields[1] = head + b"(000" + tail  # part "000p"
+    elif how == 22:
+        head, _, tail = fields[1].rpartition(b"(")
+        part, _, total = tail.partition(b"/")
+        fields[1] = head + b"(" + part + b"/1" + total  # another part total: another file, or none
+    elif how == 23:
+        fields[1] = fields[1].rpartition(b"(")[0].rstrip()  # no part counter
+    elif how == 24:
+        fields[2] = b"someone.else@example.com"  # the same subject from another poster
+    elif how == 25:
+        fields[1] = "é ".encode() + fields[1]  # valid UTF-8: the chunk stays clean
+    elif how == 26:
+        fields[4] = fields[4].replace(b"@", b"\r@")  # a blank inside the message-id
+    elif how == 27:
+        fields[4] = fields[4].strip(b"<>")  # no angle brackets
+    elif how == 28:
+        fields[4] = b"<" + fields[4] + b">"  # two pairs
+    elif how == 29:
+        return [line, b""]  # an empty line
+    elif how == 30:
+        fields[1] = b"x" * (8 * 1024) + fields[1]  # a subject too long: the chunk goes careful
+    elif how == 31:
+        fields[3] = fields[3][:5] + b"\0" + fields[3][5:]  # NUL: the chunk goes careful
+    elif how == 32:
+        fields[2] = fields[2] + b"\xed\xa0\x80"  # an encoded surrogate is not UTF-8
+    elif how == 33:
+        fields[4] = fields[4] + b" "  # a trailing blank on the message-id
+    elif how == 34:
+        del fields[7:]  # no Xref (and no Lines): still enough fields
+    elif how == 35:
+        fields[3] = b"yesterday"  # an unreadable date
+    elif how == 36:
+        return [b"\t" * 9]
+    elif how == 37:
+        fields[6] = b"0"
+    elif how == 38:
+        fields[1] = fields[1].replace(b"(", b"(/", 1) if b"(" in fields[1] else fields[1]
+    elif how == 39:
+        fields[1] = fields[1] + b" (x/y)"  # the last "(" is not the part counter
+    elif how == 40:
+        # another spelling of the same file's subject (a blank more before the file name): the file is
+        # met under two heads
+        fields[1] = fields[1].replace(b' - "', b'  - "', 1)
     return [b"\t".join(fields)]
 
 
-def index(lines: list[bytes], cuts: list[int], takes: set[int], careful: bool) -> list[Batch]:
-    """Index ``lines`` (one chunk per slice between cuts) over the posting's span."""
+HOWS = 41
+
+
+def index(
+    lines: list[bytes], cuts: list[int], takes: set[int], path: str, eol: bytes = b"\r\n"
+) -> list[Batch]:
+    """Index ``lines`` (one chunk per slice between cuts) over the posting's span.
+
+    ``path``: "native" (the C accelerator), "fast" (the pure-Python loops) or "careful" (the pure-Python
+    careful loop for every line)."""
     first, last = S.posting.first, S.posting.last
-    ix = RangeIndexer(GROUP, first, last, first, default_rules())
+    ix = RangeIndexer(GROUP, first, last, first, default_rules(), native=path == "native")
     out = []
     bounds = sorted({c for c in cuts if 0 < c < len(lines)} | {0, len(lines)})
     ends = [first + (last - first) * k // (len(bounds) - 1) for k in range(1, len(bounds))]
     ends[-1] = last
+    careful = path == "careful"
     with mock.patch.object(indexer_module, "chunk_is_clean", return_value=False) if careful else _null():
         for k, (a, b) in enumerate(itertools.pairwise(bounds)):
-            ix.add_text(b"\r\n".join(lines[a:b]) + b"\r\n", ends[k] + 1)
+            ix.add_text(eol.join(lines[a:b]) + eol, ends[k] + 1)
             if k in takes or k == len(ends) - 1:
                 out.append(ix.take())
     return out
+
+
+PATHS = ["fast", "careful", *(["native"] if NATIVE is not None else [])]
 
 
 class _null:
@@ -78,15 +160,16 @@ def _lines_in_number_order_within(lines: list[bytes]) -> list[bytes]:
     return lines
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.randoms(use_true_random=False),
-    st.lists(st.tuples(st.integers(0, len(LINES) - 1), st.integers(0, 11)), max_size=12),
+    st.lists(st.tuples(st.integers(0, len(LINES) - 1), st.integers(0, HOWS - 1)), max_size=12),
     st.integers(0, 6),
     st.integers(0, 6),
+    st.sampled_from([b"\r\n", b"\n"]),
 )
-def test_fast_and_careful_loops_agree(
-    rng: random.Random, damage: list[tuple[int, int]], swaps: int, n_cuts: int
+def test_native_fast_and_careful_loops_agree(
+    rng: random.Random, damage: list[tuple[int, int]], swaps: int, n_cuts: int, eol: bytes
 ) -> None:
     lines = list(LINES)
     for at, how in sorted(damage, reverse=True):
@@ -99,9 +182,22 @@ def test_fast_and_careful_loops_agree(
     # as out_of_span by both loops alike).
     cuts = sorted(rng.sample(range(1, len(lines)), min(n_cuts, len(lines) - 1)))
     takes = set(rng.sample(range(len(cuts) + 1), rng.randint(0, len(cuts) + 1)))
-    fast = index(lines, cuts, takes, careful=False)
-    careful = index(lines, cuts, takes, careful=True)
-    assert fast == careful
+    results = {path: index(lines, cuts, takes, path, eol) for path in PATHS}
+    assert results["fast"] == results["careful"]
+    if "native" in results:
+        assert results["native"] == results["fast"]
+
+
+@pytest.mark.parametrize("how", range(HOWS))
+@pytest.mark.parametrize("where", [0, 5, 41, len(LINES) - 1])
+def test_each_kind_of_damage_alone(how: int, where: int) -> None:
+    """Every corruption, at the start, inside and at the end of a chunk, on every path."""
+    lines = list(LINES)
+    lines[where : where + 1] = corrupt(lines[where], how, random.Random(how))
+    results = {path: index(lines, [len(lines) // 2], {0}, path) for path in PATHS}
+    assert results["fast"] == results["careful"]
+    if "native" in results:
+        assert results["native"] == results["fast"]
 
 
 def test_every_malformed_reason_is_counted_by_the_indexer() -> None:
@@ -204,3 +300,32 @@ def test_nothing_raises_on_garbage_chunks(chunks: list[list[bytes]], crlf: bool)
         for f in fragment.files:
             assert list(f.parts) == sorted(set(f.parts))
             assert len(f.message_id_list()) == len(f.parts)
+
+
+_XREF_WORD = st.one_of(
+    st.sampled_from([b"alt.binaries.test", b"a.b.c", b"x", b"", b"news.example.com"]),
+    st.binary(max_size=6).map(lambda b: b.replace(b"\n", b"")),
+)
+_XREF = st.tuples(
+    st.sampled_from([b"Xref: ", b"xref:", b"XREF: ", b"", b"Xre: ", b" "]),
+    st.lists(
+        st.tuples(
+            _XREF_WORD,
+            st.sampled_from([b":", b"", b"::", b": "]),
+            st.sampled_from([b"1", b"42", b"007", b"x"]),
+        ),
+        max_size=4,
+    ),
+    st.sampled_from([b"", b" ", b"\r", b"9"]),
+).map(lambda t: t[0] + b" ".join(w + c + n for w, c, n in t[1]) + t[2])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_XREF, max_size=8), st.booleans())
+def test_xref_groups_kept_by_prefix_are_the_groups(xrefs: list[bytes], full: bool) -> None:
+    """The indexer keeps the groups of an Xref by everything before its article number; it must give
+    what reading each one would."""
+    names = ("Subject:", "From:", "Date:", "Message-ID:", ":bytes", "Xref:full" if full else "Xref:")
+    ix = RangeIndexer(GROUP, 0, 1, 0, default_rules(), OverviewFormat.from_fmt(names))
+    for xref in [*xrefs, *xrefs]:  # the second time from what the first kept
+        assert ix._groups(xref) == tuple(sorted({GROUP, *xref_groups(xref, full)})), xref

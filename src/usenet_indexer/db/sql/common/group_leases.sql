@@ -45,12 +45,13 @@ WHERE group_id = :group_id AND lane = :lane AND node_id = :node_id AND epoch = :
 RETURNING group_id
 
 -- name: group_lane_next_range
--- The lane's next range in article order that nobody else holds live.
-SELECT r.id AS range_id, r.epoch AS prev_epoch, r.status AS prev_status, r.heartbeat_at AS prev_heartbeat
+-- The lane's next range in article order still to be read, and whether someone holds it live: a lane
+-- never skips a range (its window would miss what that range holds; the caller waits instead).
+SELECT r.id AS range_id, r.epoch AS prev_epoch, r.status AS prev_status, r.heartbeat_at AS prev_heartbeat,
+       (r.status = 'leased' AND r.heartbeat_at >= {now} - :ttl) AS live
 FROM ranges r
 WHERE r.group_id = :group_id AND (r.priority >= 0) = :history
   AND r.status IN ('planned', 'leased') AND r.next_id <= r.end_id
-  AND (r.status = 'planned' OR r.heartbeat_at < {now} - :ttl)
 ORDER BY r.start_id
 LIMIT 1
 

@@ -75,3 +75,8 @@ SET status = 'planned', next_id = start_id, priority = :priority, node_id = NULL
     done_at = NULL, headers = 0
 WHERE group_id = :group_id AND stored_at IS NOT NULL AND status <> 'leased'
 RETURNING id, start_id, end_id
+
+-- name: batch_log_forget
+-- A range indexed again starts a new pass at its start: the old pass's batches would overlap the new
+-- one's (the audit and retries look at one pass; the old one was complete).
+DELETE FROM batch_log WHERE range_id = :range_id

@@ -1,0 +1,73 @@
+"""The optional C accelerator of the range indexer, or None: one place decides which path runs.
+
+``_speedups`` (``_speedups.c``) holds native twins of the indexer's two hot paths, the fast loop over a
+clean chunk and the building of a file's columns at take(). It is compiled by the build hook
+(hatch_build.py) when a C compiler and the Python headers are there; when it is not, or when
+``USENET_INDEXER_PURE=1`` is set, the pure-Python code runs instead. Both give the same batches
+(tests/unit/indexing compare them); the native one indexes about 2.4 times as fast (bench/index.py:
+0.57-0.60 of the floor's rate against 0.24).
+
+Like httpx's ``_decoders``, the import is tried once here and everything else asks this module.
+``PATH`` says which path is in use and ``REASON`` why; the edge worker logs both when it starts.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+from array import array
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+PURE_ENV = "USENET_INDEXER_PURE"
+
+
+class Speedups(Protocol):
+    """What the indexer uses of the extension (its stub: _speedups.pyi); mypy checks the module fits."""
+
+    MAX_FIELDS: int
+
+    def scan(
+        self,
+        chunk: bytes,
+        accs: dict[bytes, Any],
+        slow: Callable[[list[bytes], int], None],
+        lo: int,
+        hi: int,
+        fields: tuple[int, int, int, int, int, int],
+        /,
+    ) -> tuple[int, int]: ...
+
+    def columns(
+        self, segs: bytearray | bytes | array[int], mids: bytearray | bytes, parts_total: int, /
+    ) -> tuple[array[int], array[int], array[int], bytes] | None: ...
+
+    def chunk_is_clean(self, chunk: bytes, /) -> bool: ...
+
+
+if TYPE_CHECKING:  # the extension's stub must give what the protocol asks
+    from usenet_indexer.indexing import _speedups as _stub
+
+    _fits: Speedups = _stub
+
+
+def _load() -> tuple[Speedups | None, str]:
+    if os.environ.get(PURE_ENV, "").strip() not in ("", "0"):
+        return None, f"{PURE_ENV} is set"
+    try:
+        _speedups: Speedups = importlib.import_module("usenet_indexer.indexing._speedups")
+    except ImportError as error:
+        return None, (
+            f"the C extension is not built ({error}); `uv sync --reinstall-package usenet-indexer` "
+            "builds it where a C compiler and the Python headers are installed"
+        )
+    return _speedups, "the C extension _speedups is built"
+
+
+speedups, REASON = _load()
+PATH = "native" if speedups is not None else "pure"
+
+logging.getLogger(__name__).debug("indexing: %s path (%s)", PATH, REASON)
+
+__all__ = ["PATH", "PURE_ENV", "REASON", "Speedups", "speedups"]

@@ -1,0 +1,861 @@
+/* Optional native accelerator for the range indexer (indexer.py); see _native.py for how it is picked.
+
+Everything here has a pure-Python twin that stays the reference: tests/unit/indexing compare the two on
+generated, golden, damaged and garbage input (test_speedups.py, test_indexer.py). The rule that keeps them equal is that this code only ever does the plain
+case and hands anything unusual back to the Python code that already handles it:
+
+* scan() is indexer.py's fast loop (RangeIndexer._fast) over a whole chunk, without making a Python
+  object per field. A line whose file is not known, or whose part counter or size is not plain digits,
+  goes to the Python slow_line (as one list of fields, exactly as line.split(b"\t") makes it); a line
+  that is not plainly well formed (missing fields, an odd number, out of order) stops the scan, and the
+  caller hands the rest of the chunk to the careful loop, as _fast does.
+* columns() is RangeIndexer._file_fragment for a file whose every segment is valid: its columns sorted
+  by part (the lowest article kept for a part seen twice), message-ids without angle brackets. It
+  returns None for a file holding any value the Python code would count as malformed, and the Python
+  code walks that file.
+
+Numbers are read only when they are 1 to 18 ASCII digits (they then fit an int64); Python's int() also
+takes signs, blanks and underscores, and those lines take the Python path, which reads them the same way
+it always has.
+*/
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+#define MAX_SUBJECT (8 * 1024) /* overview.MAX_SUBJECT: a line no longer cannot hold a longer subject */
+#define MAX_DIGITS 18          /* up to 18 digits always fit an int64 */
+#define MAX_FIELDS 64          /* a LIST OVERVIEW.FMT needing more fields is read by the Python loop */
+#define CACHE_SIZE 32          /* files a scan keeps pending between two calls into Python */
+
+static PyObject *s_segs, *s_mids, *s_ts, *s_poster, *s_last, *s_last_date;
+static PyObject *array_type; /* array.array */
+
+/* ---- small readers ------------------------------------------------------------------------------ */
+
+/* 1 to 18 ASCII digits, nothing else: the value, or -1. */
+static inline int64_t
+digits(const char *p, const char *e)
+{
+    Py_ssize_t n = e - p;
+    if (n < 1 || n > MAX_DIGITS)
+        return -1;
+    int64_t v = 0;
+    for (; p < e; p++) {
+        unsigned d = (unsigned char)*p - '0';
+        if (d > 9)
+            return -1;
+        v = v * 10 + d;
+    }
+    return v;
+}
+
+/* Well-formed UTF-8 exactly as CPython's strict decoder takes it (Unicode table 3-7: no overlongs, no
+   surrogates, nothing above U+10FFFF). */
+static int
+utf8_valid(const unsigned char *s, Py_ssize_t n)
+{
+    Py_ssize_t i = 0;
+    while (i < n) {
+        /* ASCII a word at a time */
+        while (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (w & 0x8080808080808080ULL)
+                break;
+            i += 8;
+        }
+        if (i >= n)
+            break;
+        unsigned c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        if (c >= 0xC2 && c <= 0xDF) {
+            if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80)
+                return 0;
+            i += 2;
+        }
+        else if (c >= 0xE0 && c <= 0xEF) {
+            if (i + 2 >= n)
+                return 0;
+            unsigned c1 = s[i + 1];
+            unsigned lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+            if (c1 < lo || c1 > hi || (s[i + 2] & 0xC0) != 0x80)
+                return 0;
+            i += 3;
+        }
+        else if (c >= 0xF0 && c <= 0xF4) {
+            if (i + 3 >= n)
+                return 0;
+            unsigned c1 = s[i + 1];
+            unsigned lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+            if (c1 < lo || c1 > hi || (s[i + 2] & 0xC0) != 0x80 || (s[i + 3] & 0xC0) != 0x80)
+                return 0;
+            i += 4;
+        }
+        else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* overview.split_lines(data) has this many lines: split on LF, a last empty piece dropped. */
+static Py_ssize_t
+count_lines(const char *data, Py_ssize_t len, Py_ssize_t *longest)
+{
+    const char *p = data, *end = data + len;
+    Py_ssize_t n = 0, most = 0;
+    while (p < end) {
+        const char *eol = memchr(p, '\n', end - p);
+        if (eol == NULL)
+            eol = end;
+        if (eol - p > most)
+            most = eol - p;
+        n++;
+        p = eol + 1;
+    }
+    *longest = most;
+    return n;
+}
+
+/* overview.chunk_is_clean: no NUL, valid UTF-8, no line longer than MAX_SUBJECT. */
+static int
+clean(const char *data, Py_ssize_t len, Py_ssize_t longest)
+{
+    if (memchr(data, 0, len) != NULL)
+        return 0;
+    if (!utf8_valid((const unsigned char *)data, len))
+        return 0;
+    return longest <= MAX_SUBJECT;
+}
+
+/* ---- scan: the fast loop ------------------------------------------------------------------------ */
+
+/* The line that starts at p: returns its end (its LF, or the end of the chunk) and finds its first
+   `need` fields, [fs[k], fe[k]) for k < *found; *found < need when the line has fewer. One pass for
+   tabs and LF together, 16 bytes at a time: a memchr per field cost more than the rest of the loop. */
+static const char *
+split_line(const char *p, const char *end, int need, const char **fs, const char **fe, int *found)
+{
+    int k = 0;
+    const char *q = p;
+    fs[0] = p;
+#ifdef __SSE2__
+    const __m128i tab = _mm_set1_epi8('\t'), lf = _mm_set1_epi8('\n');
+    for (; q + 16 <= end; q += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)q);
+        unsigned mask = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, tab), _mm_cmpeq_epi8(v, lf)));
+        for (; mask != 0; mask &= mask - 1) {
+            const char *x = q + __builtin_ctz(mask);
+            fe[k] = x;
+            if (*x == '\n') {
+                *found = k + 1;
+                return x;
+            }
+            if (++k == need) {
+                const char *eol = memchr(x + 1, '\n', (size_t)(end - x - 1));
+                *found = need;
+                return eol ? eol : end;
+            }
+            fs[k] = x + 1;
+        }
+    }
+#endif
+    for (; q < end; q++) {
+        if (*q != '\t' && *q != '\n')
+            continue;
+        fe[k] = q;
+        if (*q == '\n') {
+            *found = k + 1;
+            return q;
+        }
+        if (++k == need) {
+            const char *eol = memchr(q + 1, '\n', (size_t)(end - q - 1));
+            *found = need;
+            return eol ? eol : end;
+        }
+        fs[k] = q + 1;
+    }
+    fe[k] = end;
+    *found = k + 1;
+    return end;
+}
+
+/* A file of the batch (a _FileAcc) met during one scan, with the segments read for it since the scan
+   last called into Python. They are written to the _FileAcc (appended to its bytearrays segs and mids,
+   last and last_date set) before any Python code runs: the slow line may append to the same file, and
+   the order of its segments must be the order of its lines. */
+typedef struct {
+    PyObject *head;   /* the key in the accs dict (bytes) */
+    PyObject *acc;    /* the _FileAcc */
+    PyObject *ts;     /* acc.ts and acc.poster when looked up: nothing can change them until the */
+    PyObject *poster; /* scan calls into Python, and the cache is emptied then */
+    int64_t *segs;    /* pending (part, size, article) triples */
+    Py_ssize_t nsegs, capsegs;
+    char *ids; /* pending Message-ID fields, each followed by LF */
+    Py_ssize_t nids, capids;
+    Py_ssize_t count; /* pending segments */
+    int owner;        /* the entry that holds the pending segments of this entry's file: itself, or the
+                         first entry of the same file met under another head (two spellings of a
+                         subject that read as one file), so that they are written in line order */
+    int64_t last;
+    const char *date; /* the Date field of the last pending line (points into the chunk) */
+    Py_ssize_t date_len;
+} Entry;
+
+typedef struct {
+    Entry e[CACHE_SIZE];
+    int n;
+} Cache;
+
+static int
+grow(void **buf, Py_ssize_t *cap, Py_ssize_t need, Py_ssize_t item)
+{
+    if (need <= *cap)
+        return 0;
+    Py_ssize_t cap2 = *cap ? *cap : 64;
+    while (cap2 < need)
+        cap2 *= 2;
+    void *p = PyMem_Realloc(*buf, (size_t)(cap2 * item));
+    if (p == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *buf = p;
+    *cap = cap2;
+    return 0;
+}
+
+/* bytearray += data[:len] */
+static int
+extend(PyObject *acc, PyObject *name, const char *data, Py_ssize_t len)
+{
+    PyObject *target = PyObject_GetAttr(acc, name);
+    if (target == NULL)
+        return -1;
+    int rc = -1;
+    if (!PyByteArray_Check(target)) {
+        PyErr_Format(PyExc_TypeError, "scan: a file's %U must be a bytearray", name);
+    }
+    else {
+        /* PyByteArray_Resize gives the exact size asked for whenever that is more than 1/8 above what is
+           allocated, as appending a few lines' worth to a small file always is: one realloc, and copy,
+           per flush. Grow by half instead; the shrink back is then a mere change of size. */
+        Py_ssize_t size = PyByteArray_GET_SIZE(target), need = size + len;
+        Py_ssize_t room = ((PyByteArrayObject *)target)->ob_alloc;
+        if (need >= room && need < size + size / 2 && PyByteArray_Resize(target, size + size / 2) < 0)
+            goto done;
+        if (PyByteArray_Resize(target, need) == 0) {
+            memcpy(PyByteArray_AS_STRING(target) + size, data, (size_t)len);
+            rc = 0;
+        }
+    }
+done:
+    Py_DECREF(target);
+    return rc;
+}
+
+/* Write an entry's pending segments to its _FileAcc. */
+static int
+flush(Entry *e)
+{
+    if (e->count == 0)
+        return 0;
+    int rc = -1;
+    PyObject *last = NULL, *date = NULL;
+    if (extend(e->acc, s_segs, (const char *)e->segs, e->nsegs * (Py_ssize_t)sizeof(int64_t)) < 0 ||
+        extend(e->acc, s_mids, e->ids, e->nids) < 0)
+        goto done;
+    last = PyLong_FromLongLong(e->last);
+    if (last == NULL || PyObject_SetAttr(e->acc, s_last, last) < 0)
+        goto done;
+    date = PyBytes_FromStringAndSize(e->date, e->date_len);
+    if (date == NULL || PyObject_SetAttr(e->acc, s_last_date, date) < 0)
+        goto done;
+    rc = 0;
+done:
+    e->count = e->nsegs = e->nids = 0;
+    Py_XDECREF(last);
+    Py_XDECREF(date);
+    return rc;
+}
+
+/* Flush every entry and forget the lookups (the Python code may change accs and the files). The
+   entries' buffers are kept for reuse. */
+static int
+flush_all(Cache *c)
+{
+    int rc = 0;
+    for (int i = 0; i < c->n; i++) {
+        Entry *e = &c->e[i];
+        if (flush(e) < 0)
+            rc = -1;
+        Py_CLEAR(e->head);
+        Py_CLEAR(e->acc);
+        Py_CLEAR(e->ts);
+        Py_CLEAR(e->poster);
+    }
+    c->n = 0;
+    return rc;
+}
+
+static void
+free_cache(Cache *c)
+{
+    for (int i = 0; i < CACHE_SIZE; i++) {
+        PyMem_Free(c->e[i].segs);
+        PyMem_Free(c->e[i].ids);
+    }
+}
+
+static inline int
+same(PyObject *bytes, const char *p, Py_ssize_t n)
+{
+    return PyBytes_GET_SIZE(bytes) == n && memcmp(PyBytes_AS_STRING(bytes), p, (size_t)n) == 0;
+}
+
+/* The entry for a subject head: from the cache, else from accs (NULL with no error when the head is not
+   there, or its file's ts/poster are not bytes: the slow line then decides). */
+static Entry *
+lookup(Cache *c, PyObject *accs, const char *head, Py_ssize_t head_len)
+{
+    for (int i = 0; i < c->n; i++) {
+        PyObject *h = c->e[i].head;
+        if (PyBytes_GET_SIZE(h) == head_len &&
+            (head_len == 0 || (PyBytes_AS_STRING(h)[head_len - 1] == head[head_len - 1] &&
+                               memcmp(PyBytes_AS_STRING(h), head, (size_t)head_len) == 0)))
+            return &c->e[i];
+    }
+    PyObject *key = PyBytes_FromStringAndSize(head, head_len);
+    if (key == NULL)
+        return NULL;
+    PyObject *acc = PyDict_GetItemWithError(accs, key); /* borrowed */
+    if (acc == NULL) {
+        Py_DECREF(key);
+        return NULL;
+    }
+    Py_INCREF(acc);
+    PyObject *ts = PyObject_GetAttr(acc, s_ts);
+    PyObject *poster = ts == NULL ? NULL : PyObject_GetAttr(acc, s_poster);
+    if (poster == NULL || !PyBytes_Check(ts) || !PyBytes_Check(poster)) {
+        Py_DECREF(key);
+        Py_DECREF(acc);
+        Py_XDECREF(ts);
+        Py_XDECREF(poster);
+        return NULL;
+    }
+    if (c->n == CACHE_SIZE && flush_all(c) < 0) {
+        Py_DECREF(key);
+        Py_DECREF(acc);
+        Py_DECREF(ts);
+        Py_DECREF(poster);
+        return NULL;
+    }
+    int index = c->n++, owner = index;
+    for (int i = 0; i < index; i++) {
+        if (c->e[i].acc == acc) {
+            owner = c->e[i].owner;
+            break;
+        }
+    }
+    Entry *e = &c->e[index];
+    e->head = key;
+    e->acc = acc;
+    e->ts = ts;
+    e->poster = poster;
+    e->owner = owner;
+    e->count = e->nsegs = e->nids = 0;
+    return e;
+}
+
+/* The whole line split on TAB, as line.split(b"\t") gives it. */
+static PyObject *
+split_fields(const char *p, const char *eol)
+{
+    PyObject *list = PyList_New(0);
+    if (list == NULL)
+        return NULL;
+    for (;;) {
+        const char *t = memchr(p, '\t', eol - p);
+        const char *fe = t ? t : eol;
+        PyObject *f = PyBytes_FromStringAndSize(p, fe - p);
+        if (f == NULL || PyList_Append(list, f) < 0) {
+            Py_XDECREF(f);
+            Py_DECREF(list);
+            return NULL;
+        }
+        Py_DECREF(f);
+        if (t == NULL)
+            return list;
+        p = t + 1;
+    }
+}
+
+PyDoc_STRVAR(scan_doc,
+             "scan(chunk, accs, slow, lo, hi, fields, /) -> (handled, lines)\n\n"
+             "RangeIndexer._fast over an inflated chunk: ``fields`` is (need, subject, poster, date, "
+             "message_id, size) of the OverviewFormat. Returns the number of lines handled and the "
+             "number of lines; when they differ, the caller hands lines[handled:] to the careful loop "
+             "(a chunk that fails overview.chunk_is_clean is handed over at line 0).");
+
+static PyObject *
+scan(PyObject *module, PyObject *args)
+{
+    Py_buffer buf;
+    PyObject *accs, *slow;
+    long long lo, hi;
+    int need, i_subj, i_from, i_date, i_mid, i_size;
+    if (!PyArg_ParseTuple(args, "y*O!OLL(iiiiii):scan", &buf, &PyDict_Type, &accs, &slow, &lo, &hi, &need,
+                          &i_subj, &i_from, &i_date, &i_mid, &i_size))
+        return NULL;
+    if (need < 1 || need > MAX_FIELDS || i_subj < 1 || i_from < 1 || i_date < 1 || i_mid < 1 || i_size < 1 ||
+        i_subj >= need || i_from >= need || i_date >= need || i_mid >= need || i_size >= need) {
+        PyBuffer_Release(&buf);
+        PyErr_SetString(PyExc_ValueError, "scan: field positions must be in [1, need) and need <= 64");
+        return NULL;
+    }
+    const char *data = buf.buf, *end = data + buf.len;
+    Py_ssize_t longest, nlines = count_lines(data, buf.len, &longest);
+    Py_ssize_t at = 0;
+    Cache *c = NULL;
+    int failed = 0;
+    if (!clean(data, buf.len, longest))
+        goto finish;
+    c = PyMem_Calloc(1, sizeof(Cache));
+    if (c == NULL) {
+        PyErr_NoMemory();
+        failed = 1;
+        goto finish;
+    }
+    const char *fs[MAX_FIELDS], *fe[MAX_FIELDS];
+    const char *p = data;
+    int64_t prev = lo - 1;
+    for (; at < nlines; at++) {
+        /* the first `need` fields; fewer than need is a line for the careful loop */
+        int found;
+        const char *eol = split_line(p, end, need, fs, fe, &found);
+        if (found < need)
+            break;
+        int64_t num = digits(fs[0], fe[0]);
+        if (num < 0 || num <= prev || num > hi)
+            break;
+        /* head, _, tail = subject.rpartition(b"("); ps, _, ts = tail.partition(b"/") */
+        const char *s = fs[i_subj], *se = fe[i_subj];
+        const char *lp = s;
+        Py_ssize_t head_len = 0;
+        for (const char *x = se; x > s; x--) {
+            if (x[-1] == '(') {
+                head_len = x - 1 - s;
+                lp = x;
+                break;
+            }
+        }
+        const char *slash = memchr(lp, '/', se - lp);
+        const char *ps = lp, *pe = slash ? slash : se;
+        const char *ts = slash ? slash + 1 : se;
+        Entry *e = lookup(c, accs, s, head_len);
+        if (e == NULL && PyErr_Occurred()) {
+            failed = 1;
+            break;
+        }
+        int64_t part = -1, size = -1;
+        if (e != NULL && same(e->ts, ts, se - ts) && same(e->poster, fs[i_from], fe[i_from] - fs[i_from])) {
+            part = digits(ps, pe);
+            size = part < 0 ? -1 : digits(fs[i_size], fe[i_size]);
+        }
+        if (size < 0) {
+            /* a file not known in this batch, or a line the Python code reads: it runs now, so
+               everything pending is written first and every lookup forgotten */
+            if (flush_all(c) < 0) {
+                failed = 1;
+                break;
+            }
+            PyObject *fields = split_fields(p, eol);
+            PyObject *n = fields ? PyLong_FromLongLong(num) : NULL;
+            PyObject *r = n ? PyObject_CallFunctionObjArgs(slow, fields, n, NULL) : NULL;
+            Py_XDECREF(fields);
+            Py_XDECREF(n);
+            if (r == NULL) {
+                failed = 1;
+                break;
+            }
+            Py_DECREF(r);
+        }
+        else {
+            e = &c->e[e->owner];
+            Py_ssize_t mid_len = fe[i_mid] - fs[i_mid];
+            if (grow((void **)&e->segs, &e->capsegs, e->nsegs + 3, sizeof(int64_t)) < 0 ||
+                grow((void **)&e->ids, &e->capids, e->nids + mid_len + 1, 1) < 0) {
+                failed = 1;
+                break;
+            }
+            e->segs[e->nsegs++] = part;
+            e->segs[e->nsegs++] = size;
+            e->segs[e->nsegs++] = num;
+            memcpy(e->ids + e->nids, fs[i_mid], (size_t)mid_len);
+            e->nids += mid_len;
+            e->ids[e->nids++] = '\n';
+            e->count++;
+            e->last = num;
+            e->date = fs[i_date];
+            e->date_len = fe[i_date] - fs[i_date];
+        }
+        prev = num;
+        p = eol + 1;
+    }
+finish:
+    if (c != NULL) {
+        if (failed) {
+            /* keep the exception already set; still write what was read, as the Python loop would have */
+            PyObject *type, *value, *tb;
+            PyErr_Fetch(&type, &value, &tb);
+            flush_all(c);
+            PyErr_Restore(type, value, tb);
+        }
+        else if (flush_all(c) < 0) {
+            failed = 1;
+        }
+        free_cache(c);
+        PyMem_Free(c);
+    }
+    PyBuffer_Release(&buf);
+    if (failed)
+        return NULL;
+    return Py_BuildValue("nn", at, nlines);
+}
+
+PyDoc_STRVAR(chunk_is_clean_doc,
+             "chunk_is_clean(chunk, /) -> bool\n\noverview.chunk_is_clean, on the chunk alone.");
+
+static PyObject *
+chunk_is_clean(PyObject *module, PyObject *arg)
+{
+    Py_buffer buf;
+    if (PyObject_GetBuffer(arg, &buf, PyBUF_SIMPLE) < 0)
+        return NULL;
+    Py_ssize_t longest;
+    count_lines(buf.buf, buf.len, &longest);
+    int ok = clean(buf.buf, buf.len, longest);
+    PyBuffer_Release(&buf);
+    return PyBool_FromLong(ok);
+}
+
+/* ---- columns: a file's segments at take() ------------------------------------------------------- */
+
+typedef struct {
+    int64_t part, article;
+    Py_ssize_t index;
+} Order;
+
+static int
+order_cmp(const void *a, const void *b)
+{
+    const Order *x = a, *y = b;
+    if (x->part != y->part)
+        return x->part < y->part ? -1 : 1;
+    if (x->article != y->article)
+        return x->article < y->article ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Parts come nearly in order (a poster's connections finish them a little out of turn): an insertion
+   sort, which is linear on that, unless it meets many more inversions than that, then qsort. */
+static void
+sort_order(Order *order, Py_ssize_t n)
+{
+    Py_ssize_t moves = 0, budget = 8 * n + 64;
+    for (Py_ssize_t i = 1; i < n; i++) {
+        Order x = order[i];
+        Py_ssize_t j = i;
+        while (j > 0 && order_cmp(&x, &order[j - 1]) < 0) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = x;
+        moves += i - j;
+        if (moves > budget) {
+            qsort(order, (size_t)n, sizeof(Order), order_cmp);
+            return;
+        }
+    }
+}
+
+/* An array('q') holding n values taken from column[order[i] * 3] (or column[i * 3] without order). */
+static PyObject *
+int_column(const int64_t *column, Py_ssize_t n, const Py_ssize_t *order)
+{
+    PyObject *raw = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    if (raw == NULL)
+        return NULL;
+    int64_t *out = (int64_t *)PyBytes_AS_STRING(raw);
+    for (Py_ssize_t i = 0; i < n; i++)
+        out[i] = column[(order ? order[i] : i) * 3];
+    PyObject *array = PyObject_CallFunction(array_type, "sO", "q", raw);
+    Py_DECREF(raw);
+    return array;
+}
+
+/* Copies the LF-joined raw Message-ID fields to `out` without "<" and ">" and returns the length, or -1
+   when one of them is empty after that or holds a blank (SP, CR, VT, FF), or when they are not `n`. With
+   `starts`, starts[k] is where the k-th one begins in `out`, and starts[n] one past the end plus one. */
+static Py_ssize_t
+clean_ids(const char *raw, Py_ssize_t raw_len, char *out, Py_ssize_t *starts, Py_ssize_t n)
+{
+    Py_ssize_t i = 0, len = 0, id_start = 0, count = 0;
+    if (starts)
+        starts[0] = 0;
+    while (i < raw_len) {
+#ifdef __SSE2__
+        /* 16 bytes at a time up to the next byte that is not copied as it is */
+        while (i + 16 <= raw_len) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(raw + i));
+            __m128i hit = _mm_or_si128(
+                _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('<')), _mm_cmpeq_epi8(v, _mm_set1_epi8('>'))),
+                             _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\n')), _mm_cmpeq_epi8(v, _mm_set1_epi8(' ')))),
+                _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\r')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\x0b'))),
+                             _mm_cmpeq_epi8(v, _mm_set1_epi8('\x0c'))));
+            unsigned mask = (unsigned)_mm_movemask_epi8(hit);
+            if (mask == 0) {
+                _mm_storeu_si128((__m128i *)(out + len), v);
+                len += 16;
+                i += 16;
+                continue;
+            }
+            int k = __builtin_ctz(mask);
+            memcpy(out + len, raw + i, (size_t)k);
+            len += k;
+            i += k;
+            break;
+        }
+        if (i >= raw_len)
+            break;
+#endif
+        char ch = raw[i++];
+        switch (ch) {
+        case '<':
+        case '>':
+            break;
+        case ' ':
+        case '\r':
+        case '\x0b':
+        case '\x0c':
+            return -1;
+        case '\n':
+            if (len == id_start || ++count >= n)
+                return -1;
+            out[len++] = ch;
+            id_start = len;
+            if (starts)
+                starts[count] = len;
+            break;
+        default:
+            out[len++] = ch;
+        }
+    }
+    if (len == id_start || count + 1 != n)
+        return -1;
+    if (starts)
+        starts[n] = len + 1;
+    return len;
+}
+
+PyDoc_STRVAR(columns_doc,
+             "columns(segs, mids, parts_total, /) -> (parts, sizes, articles, message_ids) | None\n\n"
+             "RangeIndexer._file_fragment for a file whose every segment is valid: ``segs`` holds its "
+             "(part, size, article) triples as native int64s, ``mids`` its raw Message-ID fields, each "
+             "followed by LF (a _FileAcc's bytearrays, read in place). The columns come sorted by part, the lowest article kept for a part seen twice, the "
+             "message-ids without angle brackets. None when any segment is not valid (a negative size, "
+             "an empty or blank message-id, a part out of [1, parts_total]): the caller walks the file.");
+
+static PyObject *
+columns(PyObject *module, PyObject *args)
+{
+    PyObject *segs_obj;
+    Py_buffer ids_buf;
+    long long total;
+    if (!PyArg_ParseTuple(args, "Oy*L:columns", &segs_obj, &ids_buf, &total))
+        return NULL;
+    Py_buffer segs_buf;
+    if (PyObject_GetBuffer(segs_obj, &segs_buf, PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&ids_buf);
+        return NULL;
+    }
+    PyObject *result = NULL, *parts = NULL, *sizes = NULL, *articles = NULL, *ids = NULL;
+    Order *order = NULL;
+    Py_ssize_t *picked = NULL, *starts = NULL;
+    int64_t *aligned = NULL;
+    const int64_t *seg = segs_buf.buf;
+    Py_ssize_t n = segs_buf.len / (3 * (Py_ssize_t)sizeof(int64_t));
+    if (segs_buf.len != n * 3 * (Py_ssize_t)sizeof(int64_t)) {
+        PyErr_SetString(PyExc_ValueError, "columns: segs must hold whole (part, size, article) int64 triples");
+        goto done;
+    }
+    if ((uintptr_t)seg % _Alignof(int64_t) != 0) {
+        aligned = PyMem_Malloc((size_t)segs_buf.len + 1);
+        if (aligned == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        memcpy(aligned, seg, (size_t)segs_buf.len);
+        seg = aligned;
+    }
+    if (n == 0)
+        goto invalid;
+    /* every value valid, and whether the parts are already strictly ascending */
+    int ascending = 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t part = seg[i * 3], size = seg[i * 3 + 1];
+        if (size < 0 || part < 1 || (total != 0 && part > total))
+            goto invalid;
+        if (i && part <= seg[i * 3 - 3])
+            ascending = 0;
+    }
+    /* message-ids: every "<" and ">" dropped (overview.message_id_bytes), each one non-empty and blank-free */
+    /* the LF after the last one is not part of the joined message-ids */
+    const char *raw = ids_buf.buf;
+    Py_ssize_t raw_len = ids_buf.len - 1;
+    if (raw_len < 0 || raw[raw_len] != '\n')
+        goto invalid;
+    ids = PyBytes_FromStringAndSize(NULL, raw_len);
+    if (ids == NULL)
+        goto done;
+    char *out = PyBytes_AS_STRING(ids);
+    if (!ascending) {
+        starts = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+        if (starts == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    Py_ssize_t len = clean_ids(raw, raw_len, out, starts, n);
+    if (len < 0)
+        goto invalid;
+    if (ascending) {
+        if (_PyBytes_Resize(&ids, len) < 0)
+            goto done;
+        parts = int_column(seg, n, NULL);
+        sizes = parts ? int_column(seg + 1, n, NULL) : NULL;
+        articles = sizes ? int_column(seg + 2, n, NULL) : NULL;
+        if (articles == NULL)
+            goto done;
+        result = PyTuple_Pack(4, parts, sizes, articles, ids);
+        goto done;
+    }
+    /* _in_part_order: by (part, article), the first of each part */
+    order = PyMem_Malloc((size_t)n * sizeof(Order));
+    picked = PyMem_Malloc((size_t)n * sizeof(Py_ssize_t));
+    if (order == NULL || picked == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        order[i].part = seg[i * 3];
+        order[i].article = seg[i * 3 + 2];
+        order[i].index = i;
+    }
+    sort_order(order, n);
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (i == 0 || order[i].part != order[i - 1].part)
+            picked[kept++] = order[i].index;
+    /* the picked message-ids joined in their new order */
+    PyObject *joined = PyBytes_FromStringAndSize(NULL, len);
+    if (joined == NULL)
+        goto done;
+    char *j = PyBytes_AS_STRING(joined);
+    Py_ssize_t jlen = 0;
+    for (Py_ssize_t k = 0; k < kept; k++) {
+        Py_ssize_t i = picked[k], size = starts[i + 1] - 1 - starts[i];
+        if (k)
+            j[jlen++] = '\n';
+        memcpy(j + jlen, out + starts[i], (size_t)size);
+        jlen += size;
+    }
+    Py_SETREF(ids, joined);
+    if (_PyBytes_Resize(&ids, jlen) < 0)
+        goto done;
+    parts = int_column(seg, kept, picked);
+    sizes = parts ? int_column(seg + 1, kept, picked) : NULL;
+    articles = sizes ? int_column(seg + 2, kept, picked) : NULL;
+    if (articles == NULL)
+        goto done;
+    result = PyTuple_Pack(4, parts, sizes, articles, ids);
+    goto done;
+invalid:
+    result = Py_NewRef(Py_None);
+done:
+    PyMem_Free(order);
+    PyMem_Free(picked);
+    PyMem_Free(starts);
+    PyMem_Free(aligned);
+    Py_XDECREF(parts);
+    Py_XDECREF(sizes);
+    Py_XDECREF(articles);
+    Py_XDECREF(ids);
+    PyBuffer_Release(&segs_buf);
+    PyBuffer_Release(&ids_buf);
+    return result;
+}
+
+/* ---- the module --------------------------------------------------------------------------------- */
+
+static PyMethodDef methods[] = {
+    {"scan", scan, METH_VARARGS, scan_doc},
+    {"chunk_is_clean", chunk_is_clean, METH_O, chunk_is_clean_doc},
+    {"columns", columns, METH_VARARGS, columns_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static int
+exec_module(PyObject *module)
+{
+#define INTERN(var, text)                                                                                   \
+    if ((var) == NULL && ((var) = PyUnicode_InternFromString(text)) == NULL)                                 \
+        return -1;
+    INTERN(s_segs, "segs");
+    INTERN(s_mids, "mids");
+    INTERN(s_ts, "ts");
+    INTERN(s_poster, "poster");
+    INTERN(s_last, "last");
+    INTERN(s_last_date, "last_date");
+#undef INTERN
+    if (array_type == NULL) {
+        PyObject *array = PyImport_ImportModule("array");
+        if (array == NULL)
+            return -1;
+        array_type = PyObject_GetAttrString(array, "array");
+        Py_DECREF(array);
+        if (array_type == NULL)
+            return -1;
+    }
+    return PyModule_AddIntConstant(module, "MAX_FIELDS", MAX_FIELDS);
+}
+
+static PyModuleDef_Slot slots[] = {
+    {Py_mod_exec, exec_module},
+    {0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "usenet_indexer.indexing._speedups",
+    .m_doc = "Native twins of the range indexer's hot loops; see _native.py.",
+    .m_size = 0,
+    .m_methods = methods,
+    .m_slots = slots,
+};
+
+PyMODINIT_FUNC
+PyInit__speedups(void)
+{
+    return PyModuleDef_Init(&module_def);
+}

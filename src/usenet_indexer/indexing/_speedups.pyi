@@ -1,0 +1,21 @@
+"""Types of the C accelerator (_speedups.c); the Python twins are in indexer.py and overview.py."""
+
+from array import array
+from collections.abc import Callable
+from typing import Any
+
+MAX_FIELDS: int
+
+def scan(
+    chunk: bytes,
+    accs: dict[bytes, Any],
+    slow: Callable[[list[bytes], int], None],
+    lo: int,
+    hi: int,
+    fields: tuple[int, int, int, int, int, int],
+    /,
+) -> tuple[int, int]: ...
+def chunk_is_clean(chunk: bytes, /) -> bool: ...
+def columns(
+    segs: bytearray | bytes | array[int], mids: bytearray | bytes, parts_total: int, /
+) -> tuple[array[int], array[int], array[int], bytes] | None: ...

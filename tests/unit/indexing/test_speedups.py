@@ -1,0 +1,456 @@
+"""The C accelerator (_speedups.c) against its pure-Python twins, and the shim that picks one.
+
+The batches must be the same on both paths whatever the input: generated postings (many files at once,
+duplicates, parts out of order, resume points), garbage, every malformed kind (test_indexer.py), and the
+pieces alone (the clean-chunk check, a file's columns).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import random
+import shutil
+import struct
+import subprocess
+import sys
+import sysconfig
+from array import array
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from usenet_indexer.indexing import _native, sample
+from usenet_indexer.indexing.fragment import Batch, int_array
+from usenet_indexer.indexing.indexer import IndexerError, RangeIndexer, _FileAcc, _FileInfo, _ReleaseInfo
+from usenet_indexer.indexing.naming import FileKind
+from usenet_indexer.indexing.overview import OverviewFormat, chunk_is_clean, split_lines
+from usenet_indexer.indexing.rules import default_rules
+
+from .conftest import NATIVE, needs_native
+from .drive import GROUP, scenario
+
+PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def run(
+    chunks: list[tuple[int, bytes]],
+    first: int,
+    last: int,
+    native: bool,
+    resume: int | None = None,
+    takes: frozenset[int] = frozenset(),
+    fmt: OverviewFormat | None = None,
+) -> list[Batch]:
+    """Index (end, text) chunks of [first, last]; a take after the chunks in ``takes`` and at the end."""
+    extra = {} if fmt is None else {"fmt": fmt}
+    ix = RangeIndexer(
+        GROUP, first, last, first if resume is None else resume, default_rules(), native=native, **extra
+    )
+    out = []
+    for k, (end, text) in enumerate(chunks):
+        ix.add_text(text, end + 1)
+        if k in takes or k == len(chunks) - 1:
+            out.append(ix.take())
+    return out
+
+
+def both(chunks: list[tuple[int, bytes]], first: int, last: int, **kwargs: object) -> list[Batch]:
+    native = run(chunks, first, last, True, **kwargs)  # type: ignore[arg-type]
+    pure = run(chunks, first, last, False, **kwargs)  # type: ignore[arg-type]
+    assert native == pure
+    return native
+
+
+def posting_chunks(
+    seed: int, size: int, respell: float = 0.0, **post: float
+) -> tuple[int, int, list[tuple[int, bytes]]]:
+    """A generated posting as (end, text) chunks. ``respell``: the share of lines whose subject gets
+    another spelling that reads as the same file (a blank more before the file name), so that the scan
+    meets one file under two heads."""
+    rng = random.Random(seed)
+    plan = sample.plan(rng, 30, GROUP, max_parts=40)
+    posting = sample.post(plan, rng, **post)  # type: ignore[arg-type]
+    chunks = []
+    for _, end, text in sample.chunks(posting, size):
+        lines = [
+            line.replace(b' - "', b'  - "', 1) if rng.random() < respell else line
+            for line in text.split(b"\r\n")
+        ]
+        chunks.append((end, b"\r\n".join(lines)))
+    return posting.first, posting.last, chunks
+
+
+# ---- whole batches ------------------------------------------------------------------------------------
+
+
+@needs_native
+@PROPS
+@given(
+    st.integers(0, 10**6),
+    st.sampled_from([1, 6, 40]),  # files posted at once: 40 is more than the scan keeps pending (32)
+    st.sampled_from([7, 150, 5000]),
+    st.floats(0, 0.5),
+    st.floats(0, 0.2),
+    st.sets(st.integers(0, 30), max_size=5),
+    st.integers(0, 100),
+    st.sampled_from([0.0, 0.3]),
+)
+def test_generated_postings_give_the_same_batches(
+    seed: int,
+    concurrent: int,
+    size: int,
+    shuffle: float,
+    duplicate: float,
+    takes: set[int],
+    resume: int,
+    respell: float,
+) -> None:
+    first, last, chunks = posting_chunks(
+        seed, size, respell, concurrent=concurrent, shuffle=shuffle, duplicate=duplicate
+    )
+    # A resume point inside the first chunk: the lines before it are skipped by both.
+    resume_at = min(first + resume, last)
+    chunks = [(end, text) for end, text in chunks if end >= resume_at]
+    batches = both(chunks, first, last, resume=resume_at, takes=frozenset(takes))
+    assert sum(b.headers for b in batches) > 0
+
+
+@needs_native
+def test_more_files_at_once_than_the_scan_keeps_pending() -> None:
+    first, last, chunks = posting_chunks(3, 10**6, concurrent=80, shuffle=0.3, duplicate=0.05)
+    (batch,) = both(chunks, first, last)
+    assert len(batch.fragments) == 30
+    assert batch.malformed == {}
+
+
+_FIELD = st.one_of(
+    st.binary(max_size=12).map(lambda b: b.replace(b"\n", b"")),
+    st.sampled_from(
+        [
+            b"",
+            b"-1",
+            b"0",
+            b"7",
+            b"+7",
+            b" 7",
+            b"7_0",
+            b"99999999999999999999",
+            b"(1/2)",
+            b"<>",
+            b"<a@b>",
+            b"\xff",
+        ]
+    ),
+    st.sampled_from(
+        [
+            b'"x.par2" yEnc (1/2)',
+            b'"x.par2" yEnc (2/2)',
+            b'"x.par2" yEnc ( 2/2)',
+            b'[1/2] - "y.rar" yEnc (0/3)',
+            b'[1/2] - "y.rar" yEnc (1/3)',
+            b'"z.nfo" yEnc (9/2)',
+            b"a (x/y)",
+            b"no counter",
+        ]
+    ),
+    st.sampled_from([b"p@x", b"q@x"]),
+)
+_LINE = st.lists(_FIELD, min_size=1, max_size=10).map(b"\t".join)
+_NUMBERED = st.tuples(st.integers(0, 45), st.lists(_FIELD, min_size=0, max_size=9)).map(
+    lambda t: b"\t".join([str(t[0]).encode(), *t[1]])
+)
+
+
+@needs_native
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.one_of(_LINE, _NUMBERED), max_size=12), min_size=1, max_size=4), st.booleans())
+def test_garbage_chunks_give_the_same_batches(chunks: list[list[bytes]], crlf: bool) -> None:
+    step = 40 // len(chunks)
+    eol = b"\r\n" if crlf else b"\n"
+    spans = [
+        (40 if k == len(chunks) - 1 else (k + 1) * step - 1, eol.join(lines))
+        for k, lines in enumerate(chunks)
+    ]
+    both(spans, 0, 40)
+
+
+@needs_native
+@pytest.mark.parametrize(
+    "names",
+    [
+        ("From:", "Subject:", "Message-ID:", "Date:", ":bytes", "Xref:full"),  # another order
+        ("Subject:", "From:", "Date:", "Message-ID:", "References:", "Bytes:", "Lines:"),  # no Xref
+        (
+            *(f"X-Extra-{k}:" for k in range(70)),
+            "Subject:",
+            "From:",
+            "Date:",
+            "Message-ID:",
+            ":bytes",
+        ),  # too many
+    ],
+)
+def test_other_overview_formats(names: tuple[str, ...]) -> None:
+    fmt = OverviewFormat.from_fmt(names)
+    s = scenario(4, releases=6, max_parts=10)
+    lines = []
+    for n in sorted(s.lines):
+        f = s.lines[n].split(b"\t")
+        by_name = {
+            "subject": f[1],
+            "from": f[2],
+            "date": f[3],
+            "message-id": f[4],
+            "bytes": f[6],
+            "xref": f[8],
+        }
+        row = [f[0]]
+        for name in names:
+            key = name.strip(":").lower().removesuffix(":full").removeprefix(":")
+            row.append(by_name.get(key, b"x"))
+        lines.append(b"\t".join(row))
+    text = b"\r\n".join(lines) + b"\r\n"
+    (batch,) = both([(s.posting.last, text)], s.posting.first, s.posting.last, fmt=fmt)
+    assert batch.headers == len(lines)
+    assert RangeIndexer(GROUP, 0, 1, 0, default_rules(), fmt, native=True).native == (fmt.need <= 64)
+
+
+# ---- the pieces ---------------------------------------------------------------------------------------
+
+_UTF8_EDGES = [
+    b"\xc2\x80",
+    b"\xc1\xbf",  # overlong
+    b"\xe0\x9f\xbf",  # overlong
+    b"\xe0\xa0\x80",
+    b"\xed\x9f\xbf",
+    b"\xed\xa0\x80",  # a surrogate
+    b"\xef\xbf\xbf",
+    b"\xf0\x8f\xbf\xbf",  # overlong
+    b"\xf0\x90\x80\x80",
+    b"\xf4\x8f\xbf\xbf",
+    b"\xf4\x90\x80\x80",  # past U+10FFFF
+    b"\xf5\x80\x80\x80",
+    b"\xff",
+    b"\x80",
+    b"\xc3",
+    b"\xe2\x82",
+]
+
+
+@needs_native
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.binary(max_size=20),
+            st.sampled_from(_UTF8_EDGES),
+            st.text(max_size=10).map(lambda t: t.encode("utf-8", "surrogatepass")),
+            st.sampled_from([b"\n", b"\r\n", b"\0", b"a" * 8190, b"a" * 8193]),
+        ),
+        max_size=12,
+    ).map(b"".join)
+)
+def test_clean_chunk_check_matches_python(data: bytes) -> None:
+    assert NATIVE is not None
+    assert NATIVE.chunk_is_clean(data) == chunk_is_clean(data, split_lines(data))
+
+
+@needs_native
+@pytest.mark.parametrize("longest", [8191, 8192, 8193])
+def test_clean_chunk_line_limit(longest: int) -> None:
+    assert NATIVE is not None
+    data = b"a\n" + b"b" * longest + b"\r\nc"
+    assert NATIVE.chunk_is_clean(data) == chunk_is_clean(data, split_lines(data)) == (longest + 1 <= 8192)
+
+
+_GOOD_ID = st.from_regex(rb"\A<[a-z0-9.$%]{1,40}@[a-z]{1,8}>\Z")
+_ODD_ID = st.one_of(
+    st.binary(max_size=8).map(lambda b: b.replace(b"\n", b"").replace(b"\t", b"")),
+    st.sampled_from(
+        [
+            b"",
+            b"<>",
+            b"<<a@b>>",
+            b"a@b",
+            b"<a b@c>",
+            b"<a@b>\r",
+            b"<a\x0b@b>",
+            b"<a\x0c@b>",
+            b" <a@b>",
+            b"<a@b",
+        ]
+    ),
+)
+# A segment as the loops leave it: mostly valid; a few with a bad part, size or message-id.
+_SEGMENT = st.one_of(
+    st.tuples(st.integers(1, 12), st.integers(0, 10**6), st.integers(0, 10**12), _GOOD_ID),
+    st.tuples(st.integers(1, 12), st.integers(0, 10**6), st.integers(0, 10**12), _GOOD_ID),
+    st.tuples(st.integers(1, 12), st.integers(0, 10**6), st.integers(0, 10**12), _GOOD_ID),
+    st.tuples(
+        st.integers(-2, 14), st.one_of(st.integers(0, 10**6), st.just(-1)), st.integers(0, 10**12), _ODD_ID
+    ),
+)
+
+
+def _acc(segments: list[tuple[int, int, int]], ids: list[bytes]) -> _FileAcc:
+    """A file as the loops leave it."""
+    release = _ReleaseInfo("k", "name", "poster", 1, None)
+    info = _FileInfo(release, "file.rar", 1, 0, FileKind.OTHER, ("k", "file.rar", 0))
+    acc = _FileAcc(info, segments[0][2], b"", ())
+    for (part, size, article), mid in zip(segments, ids, strict=True):
+        acc.segs += struct.pack("=3q", part, size, article)
+        acc.mids += mid + b"\n"
+    return acc
+
+
+@needs_native
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(_SEGMENT, min_size=1, max_size=40),
+    st.sampled_from([0, 12, 14]),
+    st.booleans(),
+)
+def test_file_columns_match_python(
+    segments: list[tuple[int, int, int, bytes]], total: int, unique_articles: bool
+) -> None:
+    if unique_articles:  # as the loops make them: an article is read once per batch
+        segments = [(p, s, 10**6 + k * 7 + a % 5, i) for k, (p, s, a, i) in enumerate(segments)]
+    triples = [(p, s, a) for p, s, a, _ in segments]
+    ids = [i for *_, i in segments]
+    native = RangeIndexer(GROUP, 0, 1, 0, default_rules(), native=True)
+    pure = RangeIndexer(GROUP, 0, 1, 0, default_rules(), native=False)
+    if all(1 <= p <= (total or p) and s >= 0 for p, s, _ in triples):
+        event("every part and size valid")
+    counted_native: Counter[str] = Counter()
+    counted_pure: Counter[str] = Counter()
+    acc = _acc(triples, ids)
+    acc.info = acc.info._replace(parts_total=total)
+    got = native._file_fragment(acc, counted_native)
+    want = pure._file_fragment(acc, counted_pure)
+    assert got == want
+    assert counted_native == counted_pure
+    event("walked" if counted_pure else "columns in C")
+
+
+@needs_native
+def test_columns_of_a_long_file_in_reverse_order() -> None:
+    """Past the insertion sort's budget the columns are sorted by qsort: the same order."""
+    assert NATIVE is not None
+    n = 5000
+    segs = int_array(v for k in range(n) for v in (n - k, 100 + k, 10**6 + k))
+    ids = b"".join(b"<%d@x>\n" % k for k in range(n))
+    built = NATIVE.columns(segs, ids, n)
+    assert built is not None
+    parts, sizes, articles, clean = built
+    assert list(parts) == list(range(1, n + 1))
+    assert list(sizes) == [100 + n - p for p in parts]
+    assert list(articles) == [10**6 + n - p for p in parts]
+    assert clean.split(b"\n")[:2] == [b"%d@x" % (n - 1), b"%d@x" % (n - 2)]
+
+
+@needs_native
+def test_columns_read_an_unaligned_buffer() -> None:
+    assert NATIVE is not None
+    triples = struct.pack("=6q", 2, 20, 200, 1, 10, 100)
+    unaligned = memoryview(b"x" + triples)[1:]
+    assert NATIVE.columns(unaligned, b"<b>\n<a>\n", 2) == NATIVE.columns(triples, b"<b>\n<a>\n", 2)  # type: ignore[arg-type]
+    assert NATIVE.columns(triples, b"<b>\n<a>\n", 2) == (
+        int_array([1, 2]),
+        int_array([10, 20]),
+        int_array([100, 200]),
+        b"a\nb",
+    )
+
+
+@needs_native
+def test_columns_want_every_message_id_ended() -> None:
+    """The message-ids as a _FileAcc holds them, each followed by LF; anything else is left to Python."""
+    assert NATIVE is not None
+    triples = struct.pack("=3q", 1, 10, 100)
+    assert NATIVE.columns(triples, b"<a>\n", 1) is not None
+    assert NATIVE.columns(triples, b"<a>", 1) is None
+    assert NATIVE.columns(triples, b"", 1) is None
+    assert NATIVE.columns(triples, b"<a>\n<b>\n", 1) is None
+
+
+@needs_native
+def test_bad_arguments_are_refused() -> None:
+    assert NATIVE is not None
+    with pytest.raises(ValueError, match="whole"):
+        NATIVE.columns(array("i", [1, 2, 3]), b"a\n", 0)
+    with pytest.raises(ValueError, match="field positions"):
+        NATIVE.scan(b"", {}, lambda f, n: None, 0, 1, (3, 1, 2, 3, 4, 5))
+    with pytest.raises(TypeError):
+        NATIVE.scan(b"", [], lambda f, n: None, 0, 1, (7, 1, 2, 3, 4, 6))  # type: ignore[arg-type]
+
+
+@needs_native
+def test_an_error_in_the_slow_line_propagates() -> None:
+    assert NATIVE is not None
+    line = b"5\tsubject (1/2)\tp@x\tdate\t<a@b>\t\t100\t1\tXref: h g:5"
+
+    def slow(fields: list[bytes], number: int) -> None:
+        assert fields == (line + b"\r").split(b"\t")  # the CR stays on the last field, as in Python
+        assert number == 5
+        raise RuntimeError("from the slow line")
+
+    with pytest.raises(RuntimeError, match="from the slow line"):
+        NATIVE.scan(line + b"\r\n", {}, slow, 0, 10, (7, 1, 2, 3, 4, 6))
+
+
+# ---- the shim -----------------------------------------------------------------------------------------
+
+
+def _path_in_child(**env: str) -> str:
+    code = "from usenet_indexer.indexing import _native; print(_native.PATH, '|', _native.REASON)"
+    child = subprocess.run(
+        [sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True, text=True, check=True
+    )
+    return child.stdout.strip()
+
+
+def test_pure_path_on_request() -> None:
+    assert _path_in_child(USENET_INDEXER_PURE="1").startswith("pure | USENET_INDEXER_PURE is set")
+    built = importlib.util.find_spec("usenet_indexer.indexing._speedups") is not None
+    assert _path_in_child(USENET_INDEXER_PURE="0").split()[0] == ("native" if built else "pure")
+
+
+def test_native_required_but_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_native, "speedups", None)
+    with pytest.raises(IndexerError, match="native accelerator is not available"):
+        RangeIndexer(GROUP, 0, 1, 0, default_rules(), native=True)
+    assert not RangeIndexer(GROUP, 0, 1, 0, default_rules()).native
+
+
+def test_the_accelerator_is_built_where_a_compiler_is() -> None:
+    """CI has gcc and the headers: a build that silently fell back to pure Python fails here."""
+    if os.environ.get("USENET_INDEXER_PURE", "").strip() not in ("", "0"):
+        pytest.skip("USENET_INDEXER_PURE is set")
+    cc = (sysconfig.get_config_var("CC") or "").split()
+    headers = Path(sysconfig.get_paths()["include"], "Python.h")
+    if not cc or shutil.which(cc[0]) is None or not headers.is_file():
+        pytest.skip("no C compiler or Python headers here")
+    assert _native.PATH == "native", _native.REASON
+
+
+@needs_native
+@pytest.mark.parametrize("order", ["ababababa", "abbaabbab", "abababbaa", "abaaaaaab"])
+def test_two_spellings_of_one_file_in_one_chunk(order: str) -> None:
+    """Two subjects that differ before the part counter but read as the same file: the scan meets
+    the file under two heads, and its segments must still be written in line order."""
+    spellings = {"a": '[01/03] - "x.part1.rar" yEnc (%d/9)', "b": '[01/03]  - "x.part1.rar" yEnc (%d/9)'}
+    lines = []
+    for k in range(9):
+        subject = spellings[order[k]] % (k + 1)
+        lines.append(
+            f"{100 + k}\t{subject}\tp@x\tSat, 30 Nov 2024 14:22:{k:02d} +0000\t<m{k}@x>\t\t{1000 + k}\t1\t"
+            f"Xref: h {GROUP}:{100 + k}".encode()
+        )
+    (batch,) = both([(108, b"\r\n".join(lines) + b"\r\n")], 100, 108)
+    (release,) = batch.fragments
+    assert release.last_article == 108
+    assert list(release.files[0].parts) == list(range(1, 10))
