@@ -8,9 +8,20 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+
+
+def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    """Poll ``condition`` until it holds; fail naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
 
 
 def free_port() -> int:

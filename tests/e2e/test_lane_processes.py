@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.processes import Coordinator, Worker, free_port, settings_env
+from tests.e2e.processes import Coordinator, Worker, free_port, settings_env, wait_for
 from tests.support.generated import expected_catalog, posting, spool_held, spool_posting, stored_catalog
 from tests.support.store import query
 from usenet_indexer.coordinator.services import open_services
@@ -26,15 +26,6 @@ SIZES = {
     "era_articles": 1_000_000,
     "stream_keepalive_seconds": 0.5,
 }
-
-
-def wait_for(condition, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.mark.postgres

@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.processes import Coordinator, Worker, free_port, settings_env
+from tests.e2e.processes import Coordinator, Worker, free_port, settings_env, wait_for
 from tests.support.fake_nntp import FakeNNTPServer, Script, serving_in_thread
 from tests.support.generated import expected_catalog, posting, stored_catalog
 from tests.support.s3 import MotoServer
@@ -64,15 +63,6 @@ SIZES: dict[str, Any] = {
     "nntp_connections": 2,
     "nntp_timeout": 5.0,
 }
-
-
-def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def events(log: Path, name: str) -> list[dict[str, Any]]:
