@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 # nzbget: the real downloader of the NZB round trip (tests/integration/web/test_roundtrip_nzbget.py).
 # chromium: the headless browser of the web UI tests (driven by the playwright package, never a
 # browser it downloads itself).
-PACKAGES=(par2 nzbget chromium)
+# tmux: the pseudo-terminal `run`'s live view is read from (tests/e2e/test_run_terminal.py).
+PACKAGES=(par2 nzbget chromium tmux)
 
 missing=()
 for package in "${PACKAGES[@]}"; do
