@@ -112,7 +112,7 @@ def node_router(services: Services, metrics: Metrics) -> APIRouter:
 
     @router.post("/ranges/{range_id}/batches")
     async def batch(range_id: Id, epoch: Epoch, request: Request, node_id: Node) -> dict[str, Any]:
-        """A gzip'd batch (wire/batch.py): stored with the range's new resume point, or 409 stale."""
+        """A batch (wire/batch.py): stored with the range's new resume point, or 409 stale."""
         body = await read_body(request, settings.batch_max_bytes)
         wire = await run(decode_batch, body, settings.batch_max_bytes, settings.batch_max_inflated_bytes)
         if (wire.range_id, wire.epoch) != (range_id, epoch):
@@ -123,7 +123,7 @@ def node_router(services: Services, metrics: Metrics) -> APIRouter:
         b = wire.batch
 
         def store(tx: Tx, row: Row) -> Mapping[str, Any]:
-            return store_batch(tx, int(row["group_id"]), str(row["group_name"]), b)
+            return store_batch(tx, int(row["group_id"]), str(row["group_name"]), b, wire.blobs)
 
         receipt = await run(
             services.ranges.commit_batch, range_id, node_id, epoch, b.from_id, b.to_id, b.headers, store
@@ -266,7 +266,7 @@ def node_router(services: Services, metrics: Metrics) -> APIRouter:
         node_id: Node,
         next: Annotated[int, Query(ge=1, le=MAX_ID, description="The article the window stands at")],
     ) -> dict[str, Any]:
-        """A lane given up: its open releases (a gzip'd batch, range 0) stored and an empty window
+        """A lane given up: its open releases (a batch, range 0) stored and an empty window
         recorded at ``next``, in one transaction under the lane's epoch."""
         lane = check_lane(lane)
         body = await read_body(request, settings.batch_max_bytes)
@@ -279,7 +279,7 @@ def node_router(services: Services, metrics: Metrics) -> APIRouter:
         result: dict[str, Any] = {}
 
         def store(tx: Tx, row: Row) -> None:
-            result.update(store_batch(tx, group_id, str(row["name"]), wire.batch))
+            result.update(store_batch(tx, group_id, str(row["name"]), wire.batch, wire.blobs))
 
         await run(
             partial(

@@ -17,6 +17,7 @@ import httpx
 
 from usenet_indexer.leases.errors import LeaseLost
 from usenet_indexer.logs import get_logger
+from usenet_indexer.wire.batch import BATCH_MEDIA_TYPE
 
 log = get_logger(__name__)
 
@@ -162,13 +163,13 @@ class NodeClient:
             self._sleep(wait)
 
     def batch(self, range_id: int, epoch: int, body: bytes) -> dict[str, Any]:
-        """Post a gzip'd batch body (wire/batch.py); the stored result."""
+        """Post a batch body (wire/batch.py); the stored result."""
         response = self.request(
             "POST",
             f"ranges/{range_id}/batches",
             params={"epoch": epoch},
             content=body,
-            headers={"Content-Type": "application/json", "Content-Encoding": "gzip"},
+            headers={"Content-Type": BATCH_MEDIA_TYPE},
         )
         result: dict[str, Any] = response.json()
         return result
@@ -222,13 +223,13 @@ class NodeClient:
         return int(response.headers["X-Snapshot-Next"]), response.content
 
     def flush_lane(self, group_id: int, lane: str, epoch: int, at: int, body: bytes) -> None:
-        """Post a lane's open releases (a gzip'd batch) and record an empty window at ``at``."""
+        """Post a lane's open releases (a batch body) and record an empty window at ``at``."""
         self.request(
             "POST",
             f"groups/{group_id}/flush",
             params={"lane": lane, "epoch": epoch, "next": at},
             content=body,
-            headers={"Content-Type": "application/json", "Content-Encoding": "gzip"},
+            headers={"Content-Type": BATCH_MEDIA_TYPE},
         )
 
 

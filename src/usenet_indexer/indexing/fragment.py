@@ -13,9 +13,8 @@ carry. Decoding is strict: unknown or missing fields, wrong types and numbers ou
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
 from typing import Any, NamedTuple
 
 MAX_INT = 2**63 - 1
@@ -247,43 +246,81 @@ _BATCH_FIELDS = frozenset(
 def file_from_dict(obj: Any, where: str = "file") -> FileFragment:
     d = _fields(obj, where, _FILE_FIELDS)
     parts = _column(d["parts"], f"{where}.parts")
-    sizes = _column(d["sizes"], f"{where}.sizes")
-    articles = _column(d["articles"], f"{where}.articles")
     ids = _str(d["message_ids"], f"{where}.message_ids", limit=MAX_MESSAGE_ID * max(1, len(parts)))
-    n = len(parts)
-    if len(sizes) != n or len(articles) != n:
-        raise FormatError(
-            f"{where}: parts, sizes and articles differ in length ({n}, {len(sizes)}, {len(articles)})"
-        )
-    id_count = ids.count("\n") + 1 if ids else 0
-    if id_count != n:
-        raise FormatError(f"{where}.message_ids: {id_count} message-ids for {n} parts")
-    if n and (parts[0] < 1 or any(a >= b for a, b in pairwise(parts))):
-        raise FormatError(f"{where}.parts: part numbers must be >= 1 and strictly ascending")
-    if n and "\n\n" in f"\n{ids}\n":
-        raise FormatError(f"{where}.message_ids: an empty message-id")
-    return FileFragment(
-        name=_str(d["name"], f"{where}.name", empty=False),
-        index=_int(d["index"], f"{where}.index"),
-        parts_total=_int(d["parts_total"], f"{where}.parts_total"),
-        parts=parts,
-        sizes=sizes,
-        articles=articles,
-        message_ids=ids.encode(),
+    return check_file(
+        FileFragment(
+            name=_str(d["name"], f"{where}.name", empty=False),
+            index=_int(d["index"], f"{where}.index"),
+            parts_total=_int(d["parts_total"], f"{where}.parts_total"),
+            parts=parts,
+            sizes=_column(d["sizes"], f"{where}.sizes"),
+            articles=_column(d["articles"], f"{where}.articles"),
+            message_ids=ids.encode(),
+        ),
+        where,
     )
 
 
-def fragment_from_dict(obj: Any, where: str = "fragment") -> ReleaseFragment:
-    d = _fields(obj, where, _FRAGMENT_FIELDS)
+def check_file(f: FileFragment, where: str = "file") -> FileFragment:
+    """``f`` when its columns agree (one size, article and message-id per part, part numbers from 1 and
+    strictly ascending, nothing negative, names and ids within their limits); FormatError otherwise.
+
+    Shared by the dict form and the binary batch (wire/batch.py), whose columns arrive as raw arrays:
+    every check is a C-level call over a column, never a Python loop over the parts."""
+    n = len(f.parts)
+    if len(f.sizes) != n or len(f.articles) != n:
+        raise FormatError(
+            f"{where}: parts, sizes and articles differ in length ({n}, {len(f.sizes)}, {len(f.articles)})"
+        )
+    if not f.name or len(f.name) > MAX_TEXT:
+        raise FormatError(f"{where}.name: must be 1 to {MAX_TEXT} characters")
+    for name, value in (("index", f.index), ("parts_total", f.parts_total)):
+        if not 0 <= value <= MAX_INT:
+            raise FormatError(f"{where}.{name}: {value} is out of range [0, {MAX_INT}]")
+    if n:
+        for name, column in (("sizes", f.sizes), ("articles", f.articles)):
+            if min(column) < 0:
+                raise FormatError(f"{where}.{name}: {min(column)} is out of range [0, {MAX_INT}]")
+        if f.parts[0] < 1 or not _strictly_ascending(f.parts):
+            raise FormatError(f"{where}.parts: part numbers must be >= 1 and strictly ascending")
+    ids = f.message_ids
+    if len(ids) > MAX_MESSAGE_ID * max(1, n):
+        raise FormatError(f"{where}.message_ids: {len(ids)} bytes is more than {MAX_MESSAGE_ID} a part")
+    id_count = ids.count(b"\n") + 1 if ids else 0
+    if id_count != n:
+        raise FormatError(f"{where}.message_ids: {id_count} message-ids for {n} parts")
+    if n and b"\n\n" in b"\n" + ids + b"\n":
+        raise FormatError(f"{where}.message_ids: an empty message-id")
+    try:
+        ids.decode()
+    except UnicodeDecodeError:
+        raise FormatError(f"{where}.message_ids: not UTF-8") from None
+    return f
+
+
+def _strictly_ascending(column: array[int]) -> bool:
+    # Sorted and without repeats, in C: timsort on a sorted run is one linear pass.
+    values = column.tolist()
+    return values == sorted(values) and len(set(values)) == len(values)
+
+
+def fragment_from_dict(
+    obj: Any, where: str = "fragment", files: tuple[FileFragment, ...] | None = None
+) -> ReleaseFragment:
+    """The fragment in ``obj``; with ``files``, ``obj`` is the fragment without its ``files`` field
+    (the binary batch carries them apart) and ``files``, already checked, are its files."""
+    d = _fields(obj, where, _FRAGMENT_FIELDS if files is None else _FRAGMENT_FIELDS - {"files"})
     groups = tuple(
         _str(g, f"{where}.groups[{i}]", empty=False)
         for i, g in enumerate(_list(d["groups"], f"{where}.groups"))
     )
     if list(groups) != sorted(set(groups)):
         raise FormatError(f"{where}.groups: must be sorted and without repeats")
-    files = tuple(
-        file_from_dict(f, f"{where}.files[{i}]") for i, f in enumerate(_list(d["files"], f"{where}.files"))
-    )
+    if files is None:
+        files = tuple(
+            file_from_dict(f, f"{where}.files[{i}]")
+            for i, f in enumerate(_list(d["files"], f"{where}.files"))
+        )
     order = [(f.name, f.parts_total) for f in files]
     if order != sorted(set(order)):
         raise FormatError(f"{where}.files: must be sorted by (name, parts_total) and without repeats")
@@ -324,8 +361,15 @@ def candidate_from_dict(obj: Any, where: str = "candidate") -> ProbeCandidate:
     )
 
 
-def batch_from_dict(obj: Any, where: str = "batch") -> Batch:
+def batch_from_dict(
+    obj: Any, where: str = "batch", files: Sequence[tuple[FileFragment, ...]] | None = None
+) -> Batch:
+    """The batch in ``obj``; with ``files``, its fragments come without their ``files`` field and
+    ``files[i]`` are fragment i's (see fragment_from_dict)."""
     d = _fields(obj, where, _BATCH_FIELDS)
+    listed = _list(d["fragments"], f"{where}.fragments")
+    if files is not None and len(files) != len(listed):
+        raise FormatError(f"{where}.fragments: {len(listed)} fragments for {len(files)} segment blobs")
     from_id = _int(d["from_id"], f"{where}.from_id")
     to_id = _int(d["to_id"], f"{where}.to_id")
     if to_id < from_id:
@@ -346,8 +390,8 @@ def batch_from_dict(obj: Any, where: str = "batch") -> Batch:
         undated=_int(d["undated"], f"{where}.undated"),
         unmatched=_int(d["unmatched"], f"{where}.unmatched"),
         fragments=tuple(
-            fragment_from_dict(r, f"{where}.fragments[{i}]")
-            for i, r in enumerate(_list(d["fragments"], f"{where}.fragments"))
+            fragment_from_dict(r, f"{where}.fragments[{i}]", None if files is None else files[i])
+            for i, r in enumerate(listed)
         ),
         candidates=tuple(
             candidate_from_dict(c, f"{where}.candidates[{i}]")
@@ -367,6 +411,7 @@ __all__ = [
     "batch_to_dict",
     "candidate_from_dict",
     "candidate_to_dict",
+    "check_file",
     "file_from_dict",
     "file_to_dict",
     "fragment_from_dict",

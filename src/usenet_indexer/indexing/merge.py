@@ -225,15 +225,30 @@ def pack_segments(files: Sequence[FileFragment], level: int = 4) -> bytes:
     return zlib.compress(data, level)
 
 
-def unpack_segments(blob: bytes) -> tuple[FileFragment, ...]:
+def unpack_segments(blob: bytes, max_inflated: int = MAX_BLOB_INFLATED) -> tuple[FileFragment, ...]:
     """The files of a blob made by ``pack_segments``; SegmentBlobError when it is not one."""
+    return parse_segments(inflate_segments(blob, max_inflated))
+
+
+def inflate_segments(blob: bytes, max_inflated: int = MAX_BLOB_INFLATED) -> bytes:
+    """A segment blob inflated, refused past ``max_inflated`` bytes (checked while inflating: a
+    blob from another machine may be a zlib bomb), truncated, or followed by other bytes."""
     try:
         inflater = zlib.decompressobj()
-        data = inflater.decompress(blob, MAX_BLOB_INFLATED)
-        if inflater.unconsumed_tail:
-            raise SegmentBlobError(f"segment blob inflates past {MAX_BLOB_INFLATED} bytes")
+        data = inflater.decompress(blob, max_inflated)
+        if inflater.unconsumed_tail or (not inflater.eof and inflater.decompress(b"", 1)):
+            raise SegmentBlobError(f"segment blob inflates past {max_inflated} bytes")
     except zlib.error as error:
         raise SegmentBlobError(f"segment blob does not inflate: {error}") from None
+    if not inflater.eof:
+        raise SegmentBlobError("segment blob is a truncated zlib stream")
+    if inflater.unused_data:
+        raise SegmentBlobError(f"segment blob has {len(inflater.unused_data)} bytes after its zlib stream")
+    return data
+
+
+def parse_segments(data: bytes) -> tuple[FileFragment, ...]:
+    """The files of an inflated segment blob (``inflate_segments``)."""
     view = memoryview(data)
     try:
         magic, count = _HEAD.unpack_from(view, 0)
@@ -277,11 +292,13 @@ __all__ = [
     "MergeError",
     "ReleaseTotals",
     "SegmentBlobError",
+    "inflate_segments",
     "is_complete",
     "merge",
     "merge_all",
     "merge_files",
     "pack_segments",
+    "parse_segments",
     "totals",
     "unpack_segments",
 ]

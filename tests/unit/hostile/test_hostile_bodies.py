@@ -7,13 +7,16 @@ from __future__ import annotations
 import contextlib
 import gzip
 import json
+import struct
+import zlib
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.unit.indexing.drive import scenario, single_run
 from usenet_indexer.indexing.window import Window, WindowError
-from usenet_indexer.wire.batch import BatchError, decode_batch
+from usenet_indexer.wire.batch import MAGIC, BatchError, decode_batch, encode_batch
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
@@ -39,10 +42,15 @@ def test_snapshots_of_any_json_are_refused_or_restored(value: object) -> None:
         Window.restore(gzip.compress(json.dumps(value).encode(), mtime=0))
 
 
+def _framed(head: bytes, *blobs: bytes) -> bytes:
+    fields = [zlib.compress(head), *blobs]
+    return MAGIC + b"".join(struct.pack("<I", len(f)) + f for f in fields)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=400))
 def test_garbage_batch_bodies_are_refused_with_batch_error(data: bytes) -> None:
-    for candidate in (data, gzip.compress(data, mtime=0)):
+    for candidate in (data, gzip.compress(data, mtime=0), MAGIC + data, _framed(data), _framed(b"{}", data)):
         with pytest.raises(BatchError):
             decode_batch(candidate)
 
@@ -51,7 +59,22 @@ def test_garbage_batch_bodies_are_refused_with_batch_error(data: bytes) -> None:
 @given(json_values)
 def test_batch_bodies_of_any_json_are_refused(value: object) -> None:
     with pytest.raises(BatchError):
-        decode_batch(gzip.compress(json.dumps(value).encode(), mtime=0))
+        decode_batch(_framed(json.dumps(value).encode()))
+
+
+VALID = encode_batch(single_run(scenario(9, releases=4))[0], 5, 2)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.integers(0, len(VALID) - 1), st.integers(1, 255))
+def test_a_batch_body_with_any_byte_changed_is_refused_or_read_whole(at: int, flip: int) -> None:
+    # zlib's checksum guards the head and each blob; the frame lengths are only guarded by the structure
+    # around them: either way a damaged body is refused with BatchError, or (a change that happens to
+    # leave a valid batch) read as one — never another exception.
+    damaged = bytearray(VALID)
+    damaged[at] ^= flip
+    with contextlib.suppress(BatchError):
+        decode_batch(bytes(damaged))
 
 
 @pytest.mark.parametrize("reader", ["batch", "snapshot"])
@@ -60,8 +83,9 @@ def test_a_gzip_bomb_stops_at_the_cap(reader: str) -> None:
     # The readers inflate with a max_length and refuse when input is left over: "past the cap" is only
     # said after inflating no more than the cap.
     if reader == "batch":
+        zbomb = zlib.compress(b"\0" * (200 << 20), 9)
         with pytest.raises(BatchError, match="cap"):
-            decode_batch(bomb, max_inflated=8 << 20)
+            decode_batch(MAGIC + struct.pack("<I", len(zbomb)) + zbomb, max_inflated=8 << 20)
     else:
         with pytest.raises(WindowError, match="inflates past"):
             Window.restore(bomb, max_inflated=8 << 20)

@@ -1,27 +1,47 @@
-"""Batch wire encoding: round trip, caps (a gzip bomb is refused early), strict fields and numbers."""
+"""Batch wire encoding (version 2): round trip, the blobs the catalog keeps, caps (a zlib bomb in the
+head or in a blob is refused early), strict fields, numbers and columns, and any cut of a body refused."""
 
 from __future__ import annotations
 
-import gzip
 import json
+import struct
 import zlib
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from usenet_indexer.wire.batch import BatchError, decode_batch, encode_batch
+from usenet_indexer.indexing import pack_segments
+from usenet_indexer.indexing.fragment import FileFragment, int_array
+from usenet_indexer.wire.batch import MAGIC, BatchError, decode_batch, encode_batch
 
 from .drive import scenario, single_run
 
 BATCH = single_run(scenario(4, releases=6))[0]
 
 
-def doc() -> dict[str, Any]:
-    return json.loads(gzip.decompress(encode_batch(BATCH, 12, 3)))
+def split(data: bytes) -> tuple[dict[str, Any], list[bytes]]:
+    """A body's head (as JSON) and its blobs."""
+    assert data[:4] == MAGIC
+    at = 4
+    fields = []
+    while at < len(data):
+        (length,) = struct.unpack_from("<I", data, at)
+        fields.append(data[at + 4 : at + 4 + length])
+        at += 4 + length
+    return json.loads(zlib.decompress(fields[0])), fields[1:]
 
 
-def body(d: Any) -> bytes:
-    return gzip.compress(json.dumps(d).encode())
+def assemble(head: Any, blobs: list[bytes], raw_head: bytes | None = None) -> bytes:
+    packed = zlib.compress(raw_head if raw_head is not None else json.dumps(head).encode())
+    out = [MAGIC, struct.pack("<I", len(packed)), packed]
+    for blob in blobs:
+        out += [struct.pack("<I", len(blob)), blob]
+    return b"".join(out)
+
+
+def parts() -> tuple[dict[str, Any], list[bytes]]:
+    return split(encode_batch(BATCH, 12, 3))
 
 
 def test_round_trip() -> None:
@@ -30,7 +50,14 @@ def test_round_trip() -> None:
     assert wire.batch == BATCH
 
 
-def test_level_one_and_deterministic() -> None:
+def test_the_blobs_are_the_catalogs_segment_blobs() -> None:
+    wire = decode_batch(encode_batch(BATCH, 12, 3))
+    assert len(wire.blobs) == len(BATCH.fragments) > 0
+    for blob, fragment in zip(wire.blobs, BATCH.fragments, strict=True):
+        assert blob == pack_segments(fragment.files, level=1)
+
+
+def test_deterministic() -> None:
     assert encode_batch(BATCH, 1, 1) == encode_batch(BATCH, 1, 1)
 
 
@@ -51,7 +78,7 @@ def _set(d: dict[str, Any], path: str, value: Any) -> None:
         ("surprise", 1, "unknown field"),
         ("batch.surprise", 1, "unknown field"),
         ("batch.fragments.0.surprise", 1, "unknown field"),
-        ("batch.fragments.0.files.0.surprise", 1, "unknown field"),
+        ("batch.fragments.0.files", [], "unknown field"),
         ("batch.from_id", -1, "out of range"),
         ("batch.to_id", 2**63, "out of range"),
         ("batch.headers", 1.5, "expected an integer"),
@@ -59,38 +86,78 @@ def _set(d: dict[str, Any], path: str, value: Any) -> None:
         ("range_id", -4, "range_id"),
         ("epoch", 2**64, "epoch"),
         ("batch.to_id", 0, "before from_id"),
-        ("batch.fragments.0.files.0.sizes.0", -1, "out of range"),
-        ("batch.fragments.0.files.0.articles.0", 2**63, "expected integers"),
         ("batch.fragments.0.first_article", -2, "out of range"),
-        ("version", 2, "version 2"),
         ("batch.fragments.0.key", "", "must not be empty"),
         ("batch.fragments.0.groups", ["b", "a"], "sorted"),
         ("batch.malformed", {"x": -1}, "out of range"),
     ],
 )
-def test_refused(path: str, value: Any, match: str) -> None:
-    d = doc()
-    _set(d, path, value)
+def test_refused_head(path: str, value: Any, match: str) -> None:
+    head, blobs = parts()
+    _set(head, path, value)
     with pytest.raises(BatchError, match=match):
-        decode_batch(body(d))
+        decode_batch(assemble(head, blobs))
 
 
 def test_missing_field() -> None:
-    d = doc()
-    del d["batch"]["gaps"]
+    head, blobs = parts()
+    del head["batch"]["gaps"]
     with pytest.raises(BatchError, match="missing field"):
-        decode_batch(body(d))
+        decode_batch(assemble(head, blobs))
 
 
-def test_column_lengths_and_ids_must_agree() -> None:
-    d = doc()
-    d["batch"]["fragments"][0]["files"][0]["sizes"].append(1)
-    with pytest.raises(BatchError, match="differ in length"):
-        decode_batch(body(d))
-    d = doc()
-    d["batch"]["fragments"][0]["files"][0]["message_ids"] += "\nextra"
-    with pytest.raises(BatchError, match="message-ids for"):
-        decode_batch(body(d))
+FILES = BATCH.fragments[0].files
+LONGEST = max(range(len(FILES)), key=lambda i: len(FILES[i].parts))
+
+
+def _file(**change: Any) -> FileFragment:
+    """The first fragment's file with the most parts, changed."""
+    return replace(FILES[LONGEST], **change)
+
+
+@pytest.mark.parametrize(
+    ("file", "match"),
+    [
+        (_file(sizes=int_array([1] * 99)), "segment blob"),  # a column longer than the count says
+        (_file(message_ids=_file().message_ids + b"\nextra"), "other message-ids"),
+        (_file(message_ids=_file().message_ids.replace(b"\n", b"\n\n", 1)[:-1]), "empty message-id|other"),
+        (_file(sizes=int_array([-1] * len(_file().parts))), "out of range"),
+        (_file(parts=int_array(reversed(_file().parts))), "strictly ascending"),
+        (_file(parts=int_array([0] * len(_file().parts))), "strictly ascending"),
+        (_file(index=-3), "out of range"),
+        (_file(name=""), "name"),
+        (_file(message_ids=b"\xff" + _file().message_ids), "UTF-8"),
+    ],
+)
+def test_refused_columns(file: FileFragment, match: str) -> None:
+    head, blobs = parts()
+    blobs[0] = pack_segments([file if i == LONGEST else f for i, f in enumerate(FILES)])
+    with pytest.raises(BatchError, match=match):
+        decode_batch(assemble(head, blobs))
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        (lambda blobs: blobs[:-1], "truncated before"),
+        (lambda blobs: [*blobs, blobs[0]], "after its last segment blob"),
+        (lambda blobs: [b"not zlib", *blobs[1:]], "does not inflate"),
+        (lambda blobs: [zlib.compress(b"UIS9\0\0\0\0"), *blobs[1:]], "not a segment blob"),
+        (lambda blobs: [blobs[0][:-3], *blobs[1:]], "truncated"),
+        (lambda blobs: [blobs[0] + b"x", *blobs[1:]], "after its zlib stream"),
+    ],
+)
+def test_refused_blobs(change: Any, match: str) -> None:
+    head, blobs = parts()
+    with pytest.raises(BatchError, match=match):
+        decode_batch(assemble(head, change(blobs)))
+
+
+def test_every_cut_of_a_body_is_refused() -> None:
+    data = encode_batch(BATCH, 1, 1)
+    for end in range(len(data)):
+        with pytest.raises(BatchError):
+            decode_batch(data[:end])
 
 
 def test_compressed_cap() -> None:
@@ -99,26 +166,47 @@ def test_compressed_cap() -> None:
         decode_batch(data, max_compressed=len(data) - 1)
 
 
-def test_gzip_bomb_is_refused_at_the_cap() -> None:
-    # 1 GiB of zeros in ~1 MB of gzip: refused after inflating at most the cap.
-    inflater = zlib.compressobj(9, zlib.DEFLATED, 31)
+def _bomb() -> bytes:
+    # 1 GiB of zeros in ~1 MB of zlib.
+    deflate = zlib.compressobj(9)
     block = b"\0" * (1 << 20)
-    bomb = b"".join(inflater.compress(block) for _ in range(1024)) + inflater.flush()
-    assert len(bomb) < 2 << 20
+    return b"".join(deflate.compress(block) for _ in range(1024)) + deflate.flush()
+
+
+def test_a_zlib_bomb_in_the_head_is_refused_at_the_cap() -> None:
+    bomb = _bomb()
+    body = MAGIC + struct.pack("<I", len(bomb)) + bomb
     with pytest.raises(BatchError, match="inflates past the 1048576-byte cap"):
-        decode_batch(bomb, max_inflated=1 << 20)
+        decode_batch(body, max_inflated=1 << 20)
+
+
+def test_a_zlib_bomb_in_a_blob_is_refused_at_the_cap() -> None:
+    head, blobs = parts()
+    with pytest.raises(BatchError, match="inflates past"):
+        decode_batch(assemble(head, [_bomb(), *blobs[1:]]), max_inflated=1 << 20)
+
+
+def test_the_cap_counts_the_head_and_every_blob_together() -> None:
+    data = encode_batch(BATCH, 1, 1)
+    (head_length,) = struct.unpack_from("<I", data, 4)
+    _head, blobs = split(data)
+    inflated = len(zlib.decompress(data[8 : 8 + head_length])) + sum(len(zlib.decompress(b)) for b in blobs)
+    decode_batch(data, max_inflated=inflated + 64)
+    with pytest.raises(BatchError, match="inflates past"):
+        decode_batch(data, max_inflated=inflated - 1)
 
 
 @pytest.mark.parametrize(
     ("data", "match"),
     [
-        (b"plain text", "not gzip"),
-        (gzip.compress(b"{not json"), "not JSON"),
-        (gzip.compress(b"[1, 2]"), "JSON object"),
-        (gzip.compress(b'{"a": NaN}'), "not a number"),
-        (gzip.compress(b'{"a": 1, "a": 2}'), "repeats"),
-        (gzip.compress(b"{}")[:-5], "truncated"),
-        (gzip.compress(b"{}") + b"trailing", "after its gzip stream"),
+        (b"plain text", "does not start with"),
+        (b"\x1f\x8b\x08\x00" + b"\0" * 20, "does not start with"),  # a version 1 (gzip) body
+        (MAGIC + struct.pack("<I", 3) + b"abc", "does not inflate"),
+        (assemble(None, [], b"{not json"), "not JSON"),
+        (assemble(None, [], b"[1, 2]"), "JSON object"),
+        (assemble(None, [], b'{"a": NaN}'), "not a number"),
+        (assemble(None, [], b'{"a": 1, "a": 2}'), "repeats"),
+        (MAGIC + struct.pack("<I", 99) + b"short", "truncated"),
     ],
 )
 def test_not_a_batch(data: bytes, match: str) -> None:

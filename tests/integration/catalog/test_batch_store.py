@@ -1,0 +1,79 @@
+"""The batch store with posted blobs: a new release keeps the worker's segment blob byte for byte, a
+release that arrives in several batches is merged (and packed again), and either way the catalog
+equals one uninterrupted run's."""
+
+from __future__ import annotations
+
+from tests.support.generated import expected_catalog, posting, summary
+from usenet_indexer.catalog.batch_store import store_batch
+from usenet_indexer.db import Database
+from usenet_indexer.indexing import RangeIndexer, unpack_segments
+from usenet_indexer.indexing.rules import default_rules
+from usenet_indexer.indexing.sample import Posting, chunk_text, overview_line
+from usenet_indexer.wire.batch import decode_batch, encode_batch
+
+GROUP = "alt.binaries.store"
+
+
+def posted_batches(batch_articles: int) -> tuple[list[bytes], Posting]:
+    generated = posting(GROUP, releases=40, seed=12)
+    indexer = RangeIndexer(GROUP, generated.first, generated.last, generated.first, default_rules())
+    lines = {a.number: overview_line(a) for a in generated.articles}
+    bodies = []
+    for first in range(generated.first, generated.last + 1, batch_articles):
+        last = min(first + batch_articles - 1, generated.last)
+        indexer.add_text(chunk_text([lines[n] for n in range(first, last + 1) if n in lines]), last + 1)
+        if last == generated.last:
+            indexer.finish()
+        bodies.append(encode_batch(indexer.take(), 1, 1))
+    return bodies, generated
+
+
+def catalog(db: Database) -> dict[str, dict[str, object]]:
+    with db.transaction(write=False) as tx:
+        rows = tx.sql("SELECT key, name, segments FROM releases")
+    out = {}
+    for row in rows:
+        files = unpack_segments(bytes(row["segments"]))
+        parts = sum(len(f.parts) for f in files)
+        size = sum(f.size for f in files)
+        out[row["key"]] = summary(row["name"], parts, size, files)
+    return out
+
+
+def store(db: Database, body: bytes) -> None:
+    wire = decode_batch(body)
+    with db.transaction() as tx:
+        group_id = int(tx.run("group_by_name", {"name": GROUP})[0]["id"])
+        store_batch(tx, group_id, GROUP, wire.batch, wire.blobs)
+
+
+def add_group(db: Database) -> None:
+    with db.transaction() as tx:
+        tx.run("group_insert", {"name": GROUP, "backfill_articles": None, "capture": False})
+
+
+def test_a_new_release_keeps_the_posted_blob(db: Database) -> None:
+    bodies, generated = posted_batches(batch_articles=10**9)  # one batch: every release is new
+    add_group(db)
+    store(db, bodies[0])
+    wire = decode_batch(bodies[0])
+    posted = {f.key: blob for f, blob in zip(wire.batch.fragments, wire.blobs, strict=True)}
+    with db.transaction(write=False) as tx:
+        stored = {r["key"]: bytes(r["segments"]) for r in tx.sql("SELECT key, segments FROM releases")}
+    assert stored == posted
+    assert catalog(db) == expected_catalog(GROUP, generated)
+
+
+def test_releases_over_many_batches_merge_to_one_runs_catalog(db: Database) -> None:
+    bodies, generated = posted_batches(batch_articles=97)  # most releases arrive in pieces
+    assert len(bodies) > 10
+    add_group(db)
+    for body in bodies:
+        store(db, body)
+    assert catalog(db) == expected_catalog(GROUP, generated)
+    with db.transaction(write=False) as tx:
+        rows = tx.sql("SELECT parts_seen, segments FROM releases")
+    for row in rows:  # the row's figures agree with its (re-packed) blob
+        files = unpack_segments(bytes(row["segments"]))
+        assert int(row["parts_seen"]) == sum(len(f.parts) for f in files)
