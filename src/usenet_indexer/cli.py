@@ -719,12 +719,14 @@ def edge(
 
     from usenet_indexer.edge.client import NodeClient
     from usenet_indexer.edge.worker import EdgeWorker
+    from usenet_indexer.runtime import tune_gc
 
     def pause(seconds: float) -> None:
         # Backoff between retries ends early once stopping: a worker whose supervisor (or `run`) is
         # gone must not spend minutes retrying a coordinator that went with it.
         stop.wait(seconds)
 
+    tune_gc()
     with NodeClient(url, token, sleep=pause) as client:
         worker = EdgeWorker(client, batch_articles=batch_articles, stop=stop, idle_seconds=idle_seconds)
         try:

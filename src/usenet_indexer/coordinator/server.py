@@ -26,6 +26,7 @@ from usenet_indexer.coordinator.services import Services
 from usenet_indexer.coordinator.web import web_router
 from usenet_indexer.leases.ownership import OwnershipLeases
 from usenet_indexer.logs import get_logger
+from usenet_indexer.runtime import tune_gc
 
 log = get_logger(__name__)
 
@@ -152,6 +153,7 @@ def run_server(services: Services) -> None:
             loops.start()
         await task
 
+    tune_gc()
     try:
         asyncio.run(serve())
     finally:

@@ -45,6 +45,10 @@ class Speedups(Protocol):
 
     def chunk_is_clean(self, chunk: bytes, /) -> bool: ...
 
+    def segment_files(
+        self, data: bytes, max_text: int, max_id: int, /
+    ) -> list[tuple[str, int, int, array[int], array[int], array[int], bytes]]: ...
+
 
 if TYPE_CHECKING:  # the extension's stub must give what the protocol asks
     from usenet_indexer.indexing import _speedups as _stub

@@ -806,12 +806,168 @@ done:
     return result;
 }
 
+/* ---- the segment blob (merge.py) ---------------------------------------------------------------- */
+
+PyDoc_STRVAR(segment_files_doc,
+             "segment_files(data, max_text, max_id, /) -> [(name, index, parts_total, parts, sizes, articles, "
+             "message_ids), ...]\n\n"
+             "merge.parse_segments and fragment.check_file in one pass over an inflated segment blob (a "
+             "little-endian host only): the files, or ValueError saying what is wrong. A batch's blobs come "
+             "from other machines; checking their columns in Python was most of the coordinator's work.");
+
+static int64_t
+read_i64(const char *p)
+{
+    int64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static PyObject *
+segment_files(PyObject *module, PyObject *args)
+{
+    Py_buffer buf;
+    Py_ssize_t max_text, max_id;
+    if (!PyArg_ParseTuple(args, "y*nn:segment_files", &buf, &max_text, &max_id))
+        return NULL;
+    const char *data = buf.buf, *end = data + buf.len, *p = data;
+    PyObject *files = PyList_New(0);
+    if (files == NULL)
+        goto fail;
+#define NEED(k, what)                                                                                      \
+    if (end - p < (Py_ssize_t)(k)) {                                                                        \
+        PyErr_Format(PyExc_ValueError, "segment blob is truncated (in %s)", what);                          \
+        goto fail;                                                                                         \
+    }
+    NEED(8, "its head");
+    if (memcmp(p, "UIS1", 4) != 0) {
+        PyErr_SetString(PyExc_ValueError, "not a segment blob (bad magic)");
+        goto fail;
+    }
+    uint32_t count;
+    memcpy(&count, p + 4, 4);
+    p += 8;
+    for (uint32_t f = 0; f < count; f++) {
+        NEED(2 + 8 + 8 + 4, "a file's head");
+        uint16_t name_len;
+        memcpy(&name_len, p, 2);
+        int64_t index = read_i64(p + 2), parts_total = read_i64(p + 10);
+        uint32_t n32;
+        memcpy(&n32, p + 18, 4);
+        Py_ssize_t n = n32;
+        p += 22;
+        NEED(name_len, "a file name");
+        const char *name = p;
+        p += name_len;
+        if (end - p < 24 * n) {
+            PyErr_SetString(PyExc_ValueError, "segment blob is truncated (in a file's columns)");
+            goto fail;
+        }
+        const char *cols = p;
+        p += 24 * n;
+        NEED(4, "a file's message-ids");
+        uint32_t ids_len32;
+        memcpy(&ids_len32, p, 4);
+        Py_ssize_t ids_len = ids_len32;
+        p += 4;
+        NEED(ids_len, "a file's message-ids");
+        const char *ids = p;
+        p += ids_len;
+        /* fragment.check_file */
+        if (!utf8_valid((const unsigned char *)name, name_len)) {
+            PyErr_Format(PyExc_ValueError, "file %u: the name is not UTF-8", f);
+            goto fail;
+        }
+        Py_ssize_t chars = 0;
+        for (Py_ssize_t i = 0; i < name_len; i++)
+            chars += ((unsigned char)name[i] & 0xC0) != 0x80;
+        if (chars < 1 || chars > max_text) {
+            PyErr_Format(PyExc_ValueError, "file %u: the name must be 1 to %zd characters", f, max_text);
+            goto fail;
+        }
+        if (index < 0 || parts_total < 0) {
+            PyErr_Format(PyExc_ValueError, "file %u: index or parts_total out of range (negative)", f);
+            goto fail;
+        }
+        int64_t previous = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t part = read_i64(cols + 8 * i);
+            if (part <= previous) {
+                PyErr_Format(PyExc_ValueError,
+                             "file %u: part numbers must be >= 1 and strictly ascending", f);
+                goto fail;
+            }
+            previous = part;
+            if (read_i64(cols + 8 * (n + i)) < 0 || read_i64(cols + 8 * (2 * n + i)) < 0) {
+                PyErr_Format(PyExc_ValueError, "file %u: a size or article out of range (negative)", f);
+                goto fail;
+            }
+        }
+        if (ids_len > max_id * (n > 1 ? n : 1)) {
+            PyErr_Format(PyExc_ValueError, "file %u: message-ids longer than %zd bytes a part", f, max_id);
+            goto fail;
+        }
+        Py_ssize_t id_count = ids_len ? 1 : 0;
+        for (const char *at = ids; (at = memchr(at, '\n', (size_t)(ids + ids_len - at))) != NULL; at++) {
+            if (at == ids || at[-1] == '\n' || at == ids + ids_len - 1) {
+                PyErr_Format(PyExc_ValueError, "file %u: an empty message-id", f);
+                goto fail;
+            }
+            id_count++;
+        }
+        if (id_count != n) {
+            PyErr_Format(PyExc_ValueError, "file %u has %zd parts but other message-ids (%zd)", f, n, id_count);
+            goto fail;
+        }
+        if (!utf8_valid((const unsigned char *)ids, ids_len)) {
+            PyErr_Format(PyExc_ValueError, "file %u: message-ids are not UTF-8", f);
+            goto fail;
+        }
+        PyObject *item = Py_BuildValue("(s#LL)", name, (Py_ssize_t)name_len, (long long)index,
+                                       (long long)parts_total);
+        if (item == NULL)
+            goto fail;
+        PyObject *columns_[3] = {NULL, NULL, NULL};
+        for (int c = 0; c < 3; c++) {
+            PyObject *raw = PyBytes_FromStringAndSize(cols + 8 * n * c, 8 * n);
+            columns_[c] = raw ? PyObject_CallFunction(array_type, "sO", "q", raw) : NULL;
+            Py_XDECREF(raw);
+        }
+        PyObject *id_bytes = PyBytes_FromStringAndSize(ids, ids_len);
+        PyObject *file = NULL;
+        if (columns_[0] && columns_[1] && columns_[2] && id_bytes)
+            file = PyTuple_Pack(7, PyTuple_GET_ITEM(item, 0), PyTuple_GET_ITEM(item, 1), PyTuple_GET_ITEM(item, 2),
+                                columns_[0], columns_[1], columns_[2], id_bytes);
+        Py_DECREF(item);
+        for (int c = 0; c < 3; c++)
+            Py_XDECREF(columns_[c]);
+        Py_XDECREF(id_bytes);
+        if (file == NULL || PyList_Append(files, file) < 0) {
+            Py_XDECREF(file);
+            goto fail;
+        }
+        Py_DECREF(file);
+    }
+    if (p != end) {
+        PyErr_Format(PyExc_ValueError, "segment blob has %zd bytes after its last file", (Py_ssize_t)(end - p));
+        goto fail;
+    }
+#undef NEED
+    PyBuffer_Release(&buf);
+    return files;
+fail:
+    Py_XDECREF(files);
+    PyBuffer_Release(&buf);
+    return NULL;
+}
+
 /* ---- the module --------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, scan_doc},
     {"chunk_is_clean", chunk_is_clean, METH_O, chunk_is_clean_doc},
     {"columns", columns, METH_VARARGS, columns_doc},
+    {"segment_files", segment_files, METH_VARARGS, segment_files_doc},
     {NULL, NULL, 0, NULL},
 };
 

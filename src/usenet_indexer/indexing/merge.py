@@ -18,7 +18,16 @@ import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from usenet_indexer.indexing.fragment import FileFragment, ReleaseFragment, int_array
+from usenet_indexer.indexing import _native
+from usenet_indexer.indexing.fragment import (
+    MAX_MESSAGE_ID,
+    MAX_TEXT,
+    FileFragment,
+    FormatError,
+    ReleaseFragment,
+    check_file,
+    int_array,
+)
 
 try:  # libdeflate (the MIT "deflate" package): the same zlib stream, several times faster
     import deflate as _libdeflate
@@ -247,6 +256,24 @@ def inflate_segments(blob: bytes, max_inflated: int = MAX_BLOB_INFLATED) -> byte
     return data
 
 
+def checked_segments(data: bytes) -> tuple[FileFragment, ...]:
+    """The files of an inflated blob from another machine, each one checked (fragment.check_file);
+    SegmentBlobError when the blob or a file is not sound.
+
+    The C accelerator parses and checks in one pass when it is built (on little-endian hosts, the
+    blob's byte order): in Python this was most of the coordinator's work on a batch (bench/stream.py)."""
+    native = _native.speedups
+    if native is not None and sys.byteorder == "little":
+        try:
+            return tuple(FileFragment(*file) for file in native.segment_files(data, MAX_TEXT, MAX_MESSAGE_ID))
+        except ValueError as error:
+            raise SegmentBlobError(f"segment blob: {error}") from None
+    try:
+        return tuple(check_file(f, f"file {i}") for i, f in enumerate(parse_segments(data)))
+    except FormatError as error:
+        raise SegmentBlobError(f"segment blob: {error}") from None
+
+
 def parse_segments(data: bytes) -> tuple[FileFragment, ...]:
     """The files of an inflated segment blob (``inflate_segments``)."""
     view = memoryview(data)
@@ -292,6 +319,7 @@ __all__ = [
     "MergeError",
     "ReleaseTotals",
     "SegmentBlobError",
+    "checked_segments",
     "inflate_segments",
     "is_complete",
     "merge",

@@ -42,6 +42,7 @@ from usenet_indexer.edge.worker import DEFAULT_BATCH_ARTICLES
 from usenet_indexer.local.progress import ProgressReader, Snapshot
 from usenet_indexer.local.view import View
 from usenet_indexer.logs import get_logger
+from usenet_indexer.runtime import tune_gc
 
 log = get_logger(__name__)
 
@@ -99,6 +100,7 @@ class LocalRun:
     # -- start -----------------------------------------------------------------------------------
 
     def start(self) -> None:
+        tune_gc()
         self._start_server()
         self._loops = background_loops(self.services, self.news)
         self._loops.start()

@@ -40,10 +40,9 @@ from usenet_indexer.indexing.fragment import (
     batch_from_dict,
     batch_to_dict,
     candidate_to_dict,
-    check_file,
     fragment_to_dict,
 )
-from usenet_indexer.indexing.merge import SegmentBlobError, inflate_segments, pack_segments, parse_segments
+from usenet_indexer.indexing.merge import SegmentBlobError, checked_segments, inflate_segments, pack_segments
 
 WIRE_VERSION = 2
 MAGIC = b"UIB2"
@@ -117,9 +116,8 @@ def decode_batch(
         blob, at = _field(view, at, f"fragment {index}'s segment blob")
         where = f"batch.fragments[{index}].files"
         try:
-            parsed = parse_segments(budget.inflate(blob, where, segments=True))
-            files.append(tuple(check_file(f, f"{where}[{i}]") for i, f in enumerate(parsed)))
-        except (SegmentBlobError, FormatError) as error:
+            files.append(checked_segments(budget.inflate(blob, where, segments=True)))
+        except SegmentBlobError as error:
             raise BatchError(f"{where}: {error}") from None
         blobs.append(blob)
     if at != len(view):

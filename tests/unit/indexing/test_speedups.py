@@ -15,8 +15,10 @@ import struct
 import subprocess
 import sys
 import sysconfig
+import zlib
 from array import array
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -24,8 +26,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from usenet_indexer.indexing import _native, sample
-from usenet_indexer.indexing.fragment import Batch, int_array
+from usenet_indexer.indexing.fragment import Batch, FileFragment, int_array
 from usenet_indexer.indexing.indexer import IndexerError, RangeIndexer, _FileAcc, _FileInfo, _ReleaseInfo
+from usenet_indexer.indexing.merge import SegmentBlobError, checked_segments, pack_segments
 from usenet_indexer.indexing.naming import FileKind
 from usenet_indexer.indexing.overview import OverviewFormat, chunk_is_clean, split_lines
 from usenet_indexer.indexing.rules import default_rules
@@ -454,3 +457,90 @@ def test_two_spellings_of_one_file_in_one_chunk(order: str) -> None:
     (release,) = batch.fragments
     assert release.last_article == 108
     assert list(release.files[0].parts) == list(range(1, 10))
+
+
+# ---- checked segment blobs (merge.checked_segments) ------------------------------------------------
+
+
+@st.composite
+def sound_file(draw: st.DrawFn) -> FileFragment:
+    n = draw(st.integers(0, 5))
+    mid = st.text(min_size=1, max_size=10).map(str.encode).filter(lambda b: b"\n" not in b) | st.just(b"p@x")
+    return FileFragment(
+        name=draw(st.text(min_size=1, max_size=6)),
+        index=draw(st.integers(0, 2**63 - 1)),
+        parts_total=draw(st.integers(0, 2**63 - 1)),
+        parts=int_array(
+            sorted(draw(st.lists(st.integers(1, 2**63 - 1), min_size=n, max_size=n, unique=True)))
+        ),
+        sizes=int_array(draw(st.lists(st.integers(0, 2**63 - 1), min_size=n, max_size=n))),
+        articles=int_array(draw(st.lists(st.integers(0, 2**63 - 1), min_size=n, max_size=n))),
+        message_ids=b"\n".join(draw(st.lists(mid, min_size=n, max_size=n))),
+    )
+
+
+DAMAGE = {
+    "name": lambda f, d: replace(f, name=d(st.sampled_from(["", "x" * 8193, "é" * 8192]))),
+    "index": lambda f, d: replace(f, index=d(st.integers(-5, -1))),
+    "parts_total": lambda f, d: replace(f, parts_total=-1),
+    "parts": lambda f, d: replace(
+        f, parts=int_array(d(st.lists(st.integers(-2, 4), min_size=len(f.parts), max_size=len(f.parts))))
+    ),
+    "sizes": lambda f, d: replace(f, sizes=int_array([-1] * len(f.sizes))),
+    "articles": lambda f, d: replace(
+        f, articles=int_array([*f.articles[:-1], -7]) if f.articles else f.articles
+    ),
+    "ids": lambda f, d: replace(
+        f, message_ids=d(st.sampled_from([b"\xff", b"\n", b"a\n\nb", b"a\n", b"\na", b""]))
+    ),
+}
+
+
+@st.composite
+def loose_files(draw: st.DrawFn) -> list[FileFragment]:
+    """Sound files, one of them perhaps broken in one way check_file refuses (the packer writes any)."""
+    files = draw(st.lists(sound_file(), max_size=3))
+    if files and draw(st.booleans()):
+        at = draw(st.integers(0, len(files) - 1))
+        damage = draw(st.sampled_from(sorted(DAMAGE)))
+        event(f"damaged: {damage}")
+        files[at] = DAMAGE[damage](files[at], draw)
+    return files
+
+
+def checked_both_ways(data: bytes, monkeypatch: pytest.MonkeyPatch) -> tuple[object, object]:
+    results = []
+    for path in ("native", "pure"):
+        with monkeypatch.context() as patch:
+            if path == "pure":
+                patch.setattr(_native, "speedups", None)
+            try:
+                results.append(checked_segments(data))
+            except SegmentBlobError:
+                results.append("refused")
+    return results[0], results[1]
+
+
+@needs_native
+@PROPS
+@given(loose_files())
+def test_checked_segments_native_and_pure_agree(files: list[FileFragment]) -> None:
+    monkeypatch = pytest.MonkeyPatch()
+    data = zlib.decompress(pack_segments(files))
+    native, pure = checked_both_ways(data, monkeypatch)
+    event("refused" if pure == "refused" else "accepted")
+    assert native == pure
+
+
+@needs_native
+@PROPS
+@given(loose_files(), st.data())
+def test_checked_segments_agree_on_damaged_blobs(files: list[FileFragment], data: st.DataObject) -> None:
+    raw = bytearray(zlib.decompress(pack_segments(files)))
+    for _ in range(data.draw(st.integers(1, 3))):
+        if raw and data.draw(st.booleans()):
+            raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
+        else:
+            del raw[data.draw(st.integers(0, len(raw))) :]
+    native, pure = checked_both_ways(bytes(raw), pytest.MonkeyPatch())
+    assert native == pure

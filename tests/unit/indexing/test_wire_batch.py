@@ -11,13 +11,23 @@ from typing import Any
 
 import pytest
 
-from usenet_indexer.indexing import pack_segments
+from usenet_indexer.indexing import _native, pack_segments
 from usenet_indexer.indexing.fragment import FileFragment, int_array
 from usenet_indexer.wire.batch import MAGIC, BatchError, decode_batch, encode_batch
 
 from .drive import scenario, single_run
 
 BATCH = single_run(scenario(4, releases=6))[0]
+
+
+@pytest.fixture(autouse=True, params=["native", "pure"])
+def blob_checks(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test on both paths of the blob checks: the C accelerator's and the pure-Python one."""
+    if request.param == "pure":
+        monkeypatch.setattr(_native, "speedups", None)
+    elif _native.speedups is None:
+        pytest.skip(f"the C accelerator is not built: {_native.REASON}")
+    return str(request.param)
 
 
 def split(data: bytes) -> tuple[dict[str, Any], list[bytes]]:
