@@ -17,6 +17,8 @@ import psycopg
 
 from usenet_indexer.db import upgrade
 
+TICK = os.sysconf("SC_CLK_TCK")
+CORES = os.cpu_count() or 1
 PG_ADMIN_URL = os.environ.get("USENET_INDEXER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 
 
@@ -55,3 +57,35 @@ def emit(result: dict[str, Any]) -> None:
     """The last line of every benchmark: one JSON object (bench/run_all.py collects it)."""
     sys.stdout.flush()
     print(json.dumps(result, sort_keys=True), flush=True)
+
+
+# ---- CPU from /proc: where a benchmark's time went -------------------------------------------
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """utime + stime of one process (its threads, not its children)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def machine_ticks() -> tuple[float, float]:
+    """(busy, idle) CPU seconds of the whole machine since boot, from /proc/stat."""
+    values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = values[3] + values[4]  # idle + iowait
+    return (sum(values[:8]) - idle) / TICK, idle / TICK

@@ -36,32 +36,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import index as index_bench
-from _common import emit
-
-TICK = os.sysconf("SC_CLK_TCK")
-CORES = os.cpu_count() or 1
-
-
-def cpu_seconds(pid: int) -> float | None:
-    """utime + stime of one process (its threads, not its children)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / TICK
-
-
-def children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            if ppid == pid:
-                found.append(int(entry.name))
-    return found
+from _common import CORES, children, cpu_seconds, emit, machine_ticks
 
 
 def is_sample_server(pid: int) -> bool:
@@ -69,13 +44,6 @@ def is_sample_server(pid: int) -> bool:
         return b"sample-server" in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
-
-
-def machine_ticks() -> tuple[float, float]:
-    """(busy, idle) CPU seconds of the whole machine since boot, from /proc/stat."""
-    values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    idle = values[3] + values[4]  # idle + iowait
-    return (sum(values[:8]) - idle) / TICK, idle / TICK
 
 
 @dataclass

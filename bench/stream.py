@@ -20,7 +20,7 @@ sys.path[:0] = [str(ROOT), str(ROOT.parent)]
 from tests.e2e.processes import Coordinator, Worker, free_port, settings_env
 from tests.support.generated import posting, spool_posting
 
-from _common import emit, postgres_database
+from _common import children, cpu_seconds, emit, machine_ticks, postgres_database
 from usenet_indexer.articles import chunk_spans
 from usenet_indexer.coordinator.services import Services, open_services
 from usenet_indexer.indexing import RangeIndexer
@@ -65,8 +65,33 @@ def indexer_alone(services: Services) -> float:
     return time.perf_counter() - began
 
 
-def end_to_end(releases: int, processes: int, workdir: Path) -> tuple[float, int]:
-    """Seconds for ``processes`` worker processes to index every range through the coordinator."""
+def postgres_pids() -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "comm").read_text().strip() == "postgres":
+                pids.append(int(entry.name))
+        except OSError:
+            continue
+    return pids
+
+
+def cpu_split(coordinator: int, worker: int) -> dict[str, float]:
+    """CPU seconds so far of the coordinator, the worker processes, PostgreSQL (every database on the
+    server) and the whole machine (busy, idle)."""
+    busy, idle = machine_ticks()
+    return {
+        "coordinator": cpu_seconds(coordinator) or 0.0,
+        "workers": sum(cpu_seconds(p) or 0.0 for p in [worker, *children(worker)]),
+        "postgresql": sum(cpu_seconds(p) or 0.0 for p in postgres_pids()),
+        "busy": busy,
+        "idle": idle,
+    }
+
+
+def end_to_end(releases: int, processes: int, workdir: Path) -> tuple[float, int, dict[str, float]]:
+    """Seconds for ``processes`` worker processes to index every range through the coordinator, and
+    the CPU µs per header each part spent from the first lease to the last range done."""
     with postgres_database() as url:
         data = workdir / f"data-{processes}"
         services, articles = prepare(url, data, releases)
@@ -90,10 +115,16 @@ def end_to_end(releases: int, processes: int, workdir: Path) -> tuple[float, int
                 "--idle-seconds",
                 "0.2",
             )
+            assert coordinator.process is not None
+            first: dict[str, float] | None = None
             while True:
                 with services.db.transaction(write=False) as tx:
                     done = int(tx.sql("SELECT count(*) AS n FROM ranges WHERE status = 'done'")[0]["n"])
+                    leased = first is not None or bool(tx.sql("SELECT 1 FROM lease_log LIMIT 1"))
+                if first is None and leased:
+                    first = cpu_split(coordinator.process.pid, worker.process.pid)
                 if done == total:
+                    last = cpu_split(coordinator.process.pid, worker.process.pid)
                     break
                 if worker.process.poll() is not None and done < total:
                     raise RuntimeError(
@@ -113,7 +144,10 @@ def end_to_end(releases: int, processes: int, workdir: Path) -> tuple[float, int
         finally:
             coordinator.stop()
             services.close()
-        return seconds, articles
+        assert first is not None
+        spent = {k: last[k] - first[k] for k in last}
+        spent["others"] = spent["busy"] - spent["coordinator"] - spent["workers"] - spent["postgresql"]
+        return seconds, articles, {k: round(v * 1e6 / articles, 2) for k, v in spent.items()}
 
 
 def main() -> None:
@@ -129,8 +163,8 @@ def main() -> None:
                 alone = min(indexer_alone(services) for _ in range(2))
             finally:
                 services.close()
-        one, _ = end_to_end(releases, 1, workdir)
-        two, _ = end_to_end(releases, 2, workdir)
+        one, _, cpu_one = end_to_end(releases, 1, workdir)
+        two, _, cpu_two = end_to_end(releases, 2, workdir)
     result = {
         "articles": articles,
         "indexer_headers_per_s": round(articles / alone),
@@ -138,6 +172,9 @@ def main() -> None:
         "two_procs_headers_per_s": round(articles / two),
         "e2e_vs_indexer": round(alone / one, 3),
         "two_procs_vs_one": round(one / two, 3),
+        "indexer_us_per_header": round(alone * 1e6 / articles, 2),
+        "cpu_us_per_header_one": cpu_one,
+        "cpu_us_per_header_two": cpu_two,
     }
     print(f"{articles:,} articles in {len(GROUPS)} groups")
     print(f"indexer alone (inflate + index): {result['indexer_headers_per_s']:,} headers/s")
@@ -149,6 +186,15 @@ def main() -> None:
         f"two worker processes:            {result['two_procs_headers_per_s']:,} headers/s "
         f"({result['two_procs_vs_one']} x one; target >= 1.5)"
     )
+    print(
+        f"CPU µs per header (indexer alone: {result['indexer_us_per_header']}), first lease to last range done:"
+    )
+    print("                 workers  coordinator  postgresql  other processes  idle")
+    for label, cpu in (("one worker", cpu_one), ("two processes", cpu_two)):
+        print(
+            f"  {label:14} {cpu['workers']:7}  {cpu['coordinator']:11}  {cpu['postgresql']:10}  "
+            f"{cpu['others']:15}  {cpu['idle']:4}"
+        )
     emit(result)
 
 
