@@ -187,7 +187,8 @@ def main() -> None:
         f"({result['two_procs_vs_one']} x one; target >= 1.5)"
     )
     print(
-        f"CPU µs per header (indexer alone: {result['indexer_us_per_header']}), first lease to last range done:"
+        f"CPU µs per header (indexer alone: {result['indexer_us_per_header']}), "
+        "from the first lease to the last range done:"
     )
     print("                 workers  coordinator  postgresql  other processes  idle")
     for label, cpu in (("one worker", cpu_one), ("two processes", cpu_two)):
