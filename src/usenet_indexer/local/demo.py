@@ -191,7 +191,7 @@ def run_demo(
     exit_when_done: bool = False,
     view_mode: str = "auto",
     scale: float = 1.0,
-    batch_articles: int = 10_000,
+    batch_articles: int = int(DEMO_SETTINGS["range_articles"]),
     live_seconds: float = 20.0,
 ) -> int:
     chunk = int(DEMO_SETTINGS["chunk_articles"])
