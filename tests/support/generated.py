@@ -60,9 +60,16 @@ def spool_held(services: Services, held: dict[int, tuple[object, bytes]]) -> Non
 
 def expected_catalog(group: str, posting: Posting, rules: RuleSet | None = None) -> dict[str, dict[str, Any]]:
     """The catalog a single uninterrupted run over the whole posting produces."""
-    indexer = RangeIndexer(group, posting.first, posting.last, posting.first, rules or default_rules())
     lines = [overview_line(a) for a in posting.articles]
-    indexer.add_text(chunk_text(lines), posting.last + 1)
+    return overview_catalog(group, posting.first, posting.last, chunk_text(lines), rules)
+
+
+def overview_catalog(
+    group: str, first: int, last: int, overview: bytes, rules: RuleSet | None = None
+) -> dict[str, dict[str, Any]]:
+    """The catalog one uninterrupted run over ``overview`` (articles ``first``..``last``) produces."""
+    indexer = RangeIndexer(group, first, last, first, rules or default_rules())
+    indexer.add_text(overview, last + 1)
     indexer.finish()
     releases = merge_all(indexer.take().fragments)
     return {

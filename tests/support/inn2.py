@@ -8,8 +8,10 @@ once, so nnrpd readers see them as soon as the last 239 has come back.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
+import time
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -32,6 +34,7 @@ AUTH_PASSWORD = "indexer-secret"
 TEST_DIR = Path(os.environ.get("INN2_TEST_DIR", "/var/lib/usenet-indexer-inn2"))
 CA_FILE = TEST_DIR / "tls" / "ca.crt"
 CTLINND = "/usr/lib/news/bin/ctlinnd"
+NNRPD = "/usr/lib/news/bin/nnrpd"
 
 
 class INN2Unavailable(RuntimeError):
@@ -161,3 +164,84 @@ def post_articles(group: str, articles: Iterable[Article], *, batch: int = 500, 
         reader.readline()
         reader.close()
     return accepted
+
+
+def port_answers(port: int) -> bool:
+    try:
+        with socket.create_connection((HOST, port), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+class ReaderDaemon:
+    """A test's own nnrpd reader daemon on ``port`` (as scripts/inn2-setup.sh starts the shared ones).
+
+    It reads innd's spool and overview, so killing it and starting it again is what the clients of a
+    restarted news server see: connections cut mid-reply, then refused, then accepted again, with the
+    same articles. The shared readers (11119, 11120, 11563) are never touched: other tests and
+    benchmarks use them at the same time.
+    """
+
+    def __init__(self, port: int, log: Path) -> None:
+        self.port, self.log = port, log
+        self.pid_file = Path(f"/run/news/nnrpd-{port}.pid")
+        self.pgid: int | None = None
+
+    def start(self, timeout: float = 20.0) -> None:
+        self.pid_file.unlink(missing_ok=True)
+        with self.log.open("ab") as out:
+            # -D: a daemon that forks a child per connection; it calls setsid, so the daemon and
+            # every child it forks share one process group, its pid (what kill() signals).
+            subprocess.run(
+                ["su", "news", "-s", "/bin/sh", "-c", f"{NNRPD} -D -n -4 {HOST} -p {self.port}"],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                check=True,
+                timeout=timeout,
+            )
+        deadline = time.monotonic() + timeout
+        while not (self.pid_file.exists() and port_answers(self.port)):
+            if time.monotonic() > deadline:
+                raise INN2Unavailable(f"nnrpd on port {self.port} did not start:\n{self.log.read_text()}")
+            time.sleep(0.05)
+        self.pgid = int(self.pid_file.read_text().split()[0])
+
+    def kill(self, timeout: float = 20.0) -> int:
+        """SIGKILL the daemon and every child serving a connection, at once; wait until none is left
+        running (a zombie may linger: process 1 reaps slowly here) and the port refuses. Returns how
+        many connections were being served (children alive just before the kill)."""
+        assert self.pgid is not None, "kill() before start()"
+        pgid, self.pgid = self.pgid, None
+        serving = len(running_in_group(pgid)) - 1
+        os.killpg(pgid, signal.SIGKILL)
+        deadline = time.monotonic() + timeout
+        while running_in_group(pgid) or port_answers(self.port):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"nnrpd's process group {pgid} (port {self.port}) outlived SIGKILL")
+            time.sleep(0.05)
+        self.pid_file.unlink(missing_ok=True)
+        return serving
+
+    def stop(self) -> None:
+        if self.pgid is not None:
+            self.kill()
+
+
+def running_in_group(pgid: int) -> list[int]:
+    """Pids of processes of group ``pgid`` that are not zombies (from /proc: ``kill -0`` succeeds on a
+    zombie, so it cannot tell)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # gone meanwhile
+        # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses; split after the last ")".
+        state, _ppid, group = stat.rsplit(")", 1)[1].split()[:3]
+        if int(group) == pgid and state not in ("Z", "X"):
+            found.append(int(entry.name))
+    return found

@@ -16,6 +16,11 @@ from usenet_indexer.articles import aligned
 
 TAIL_PRIORITY = -10
 STORED_PRIORITY = -5  # ranges re-indexed from the corpus: ahead of history, behind the tail
+# One plan may add at most this many ranges (1e11 articles at the default size; the biggest groups hold
+# ~1e10). Watermarks typed wrong in the admin form, or sent by a hostile server ("211 1 1
+# 4611686018427387904"), called for billions of ranges in one transaction and held the coordinator
+# for hours (seen while writing the admin forms' fuzz test).
+MAX_PLANNED_RANGES = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +85,19 @@ def plan_ranges(
         history_low = tail_next
     assert history_low is not None
 
+    size = sizes.range_articles
+
+    def check(first: int, last: int) -> None:
+        count = len(planned) + last // size - first // size + 1  # aligned spans, counted not made
+        if count > MAX_PLANNED_RANGES:
+            raise ValueError(
+                f"watermarks {low}-{high} call for {count:,} ranges of {size:,} articles, more than "
+                f"{MAX_PLANNED_RANGES:,} at once: check the watermarks, or give the group a backfill "
+                "limit (backfill articles) so history stops sooner"
+            )
+
     if high >= tail_next and high - tail_next + 1 >= sizes.tail_min_articles:
+        check(tail_next, high)
         for start, end in aligned(tail_next, high, sizes.range_articles):
             planned.append(PlannedRange(start, end, TAIL_PRIORITY))
         tail_next = high + 1
@@ -89,6 +106,7 @@ def plan_ranges(
     if backfill_to is not None:
         target = max(target, backfill_to)
     if high >= low and target < history_low:
+        check(target, history_low - 1)
         for start, end in reversed(aligned(target, history_low - 1, sizes.range_articles)):
             planned.append(PlannedRange(start, end, history_priority(start, sizes)))
         history_low = target

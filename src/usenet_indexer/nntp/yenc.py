@@ -245,7 +245,7 @@ class YEncStreamDecoder:
         self._pending = text[cut:]
         return self._lines(text[:cut]) if cut else b""
 
-    def _lines(self, text: bytes) -> bytes:
+    def _lines(self, text: bytes, final: bool = False) -> bytes:
         out: list[bytes] = []
         position = 0
         size = len(text)
@@ -258,6 +258,16 @@ class YEncStreamDecoder:
                 else:
                     found = text.find(b"\n=yend", position)
                     trailer_at = size if found < 0 else found + 1
+                data_end = position + len(text[position:].rstrip(b"\r\n"))
+                if trailer_at == size and not final and text.endswith(b"=", position, data_end):
+                    # An escape at a line's end pairs with the next line's first byte (decode_data
+                    # joins the lines): keep that line until the next one is in, or the decoded bytes
+                    # would depend on where the reads were cut (found by fuzz/nntp_replies.py).
+                    held = max(text.rfind(b"\n", position, data_end) + 1, position)
+                    self._pending = text[held:] + self._pending
+                    size = trailer_at = held
+                    if held == position:
+                        break
                 chunk = decode_data(text[position:trailer_at])
                 if chunk:
                     self.crc32 = zlib.crc32(chunk, self.crc32)
@@ -296,7 +306,7 @@ class YEncStreamDecoder:
 
     def finish(self) -> bytes:
         """Decode what is left, then check the trailer; raises YEncError / YEncCRCError."""
-        tail = self._lines(self._pending + b"\n") if self._pending else b""
+        tail = self._lines(self._pending + b"\n", final=True) if self._pending else b""
         self._pending = b""
         if self._state == "header":
             raise YEncError("no =ybegin line: this is not yEnc data")

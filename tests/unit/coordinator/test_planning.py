@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import time
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from usenet_indexer.coordinator.planning import (
+    MAX_PLANNED_RANGES,
     TAIL_PRIORITY,
     PlanCursor,
     PlannedRange,
@@ -25,6 +29,28 @@ def test_first_plan_is_history_down_to_the_low_watermark() -> None:
     assert [(r.start, r.end) for r in planned] == [(2000, 2500), (1000, 1999), (1, 999)]
     assert all(r.priority == 0 for r in planned)
     assert cursor == PlanCursor(tail_next=2501, history_low=1)
+
+
+@pytest.mark.parametrize(
+    ("cursor", "low", "high"),
+    [(PlanCursor(), 0, 2**62), (PlanCursor(), 1, 10**15), (PlanCursor(5001, 1), 1, 2**62)],
+)
+def test_watermarks_calling_for_too_many_ranges_are_refused_at_once(
+    cursor: PlanCursor, low: int, high: int
+) -> None:
+    """A plan of 1-4611686018427387904 (typed in the admin form) built ranges for hours."""
+    started = time.monotonic()
+    with pytest.raises(ValueError, match="ranges of 1,000 articles, more than 100,000 at once"):
+        plan_ranges(cursor, low, high, None, SIZES)
+    assert time.monotonic() - started < 0.1
+
+
+def test_the_largest_plan_allowed() -> None:
+    top = MAX_PLANNED_RANGES * 1000 - 1  # ranges 0-999, …: exactly the cap
+    planned, _ = plan_ranges(PlanCursor(), 0, top, None, SIZES)
+    assert len(planned) == MAX_PLANNED_RANGES
+    with pytest.raises(ValueError, match="100,001 ranges"):
+        plan_ranges(PlanCursor(), 0, top + 1, None, SIZES)
 
 
 def test_backfill_limits_history_to_the_newest_articles() -> None:

@@ -206,6 +206,32 @@ def test_compress_deflate_response_and_data_in_one_read() -> None:
     assert events[1:] == [Data(OVERVIEW), EndOfData()]
 
 
+@pytest.mark.parametrize("piece", [1, 7, 10_000])
+def test_a_deflate_stream_that_ends_gives_its_replies_then_fails_whatever_the_split(piece: int) -> None:
+    """Found by fuzz/nntp_replies.py: when the stream's end came in the same read as the replies
+    before it, those replies were lost with the error; read in small pieces, they came out first."""
+    conn = NNTPConnection()
+    run(conn, [b"200 hi\r\n"])
+    conn.send(commands.compress_deflate())
+    run(conn, [b"206 ok\r\n"])
+    conn.send(commands.group("a.b"))
+    conn.send(commands.over(1, 299))
+    ended = zlib.compressobj(6, zlib.DEFLATED, -15)
+    wire = ended.compress(b"211 3 1 3 a.b\r\n224 ok\r\n" + OVERVIEW + b".\r\n") + ended.flush()
+    events: list[object] = []
+
+    def read_all() -> None:
+        for at in range(0, len(wire), piece):
+            conn.receive_data(wire[at : at + piece])
+            while (event := conn.next_event()) is not NEED_DATA:
+                events.append(event)
+
+    with pytest.raises(NNTPProtocolError, match="ended its COMPRESS DEFLATE stream"):
+        read_all()
+    assert [type(e) for e in normalise(events)] == [Response, Response, Data, EndOfData]
+    assert normalise(events)[2] == Data(OVERVIEW)
+
+
 def gzip_session(
     terminator: bool, data_inside_terminator: bool = False
 ) -> tuple[NNTPConnection, bytes, bytes]:

@@ -44,6 +44,26 @@ def test_stream_decoder_any_split(data: bytes, cuts: list[int]) -> None:
     assert b"".join(out) == data
 
 
+@given(st.lists(st.integers(min_value=0, max_value=60), max_size=6))
+def test_an_escape_at_a_line_end_decodes_alike_whatever_the_split(cuts: list[int]) -> None:
+    """Found by fuzz/nntp_replies.py: decode_data pairs a line's last "=" with the next line's first
+    byte when both lines come in one read, but the stream decoder refused the "=" when the read ended
+    right after its line."""
+    data = yenc.encode_data(b"abcdef", 128)[0]
+    body = b"=ybegin line=128 size=7 name=f\r\n" + data[:3] + b"=\r\n}" + data[3:] + b"\r\n=yend size=7\r\n"
+    results = []
+    for pieces in ([body], split_at(body, cuts), split_at(body, [body.index(b"=\r\n}") + 3])):
+        decoder = yenc.YEncStreamDecoder()
+        got = b"".join(decoder.feed(piece) for piece in pieces)
+        results.append(got + decoder.finish())
+    assert results[0] == results[1] == results[2] == yenc.decode_data(data[:3] + b"=}" + data[3:])
+
+
+def split_at(data: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({c % (len(data) + 1) for c in cuts})
+    return [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
+
+
 @given(st.binary(max_size=2000), st.integers(min_value=2, max_value=200))
 def test_encoded_lines_are_safe_for_nntp(data: bytes, line_length: int) -> None:
     for line in yenc.encode_data(data, line_length):
