@@ -11,6 +11,7 @@ Each body reader consumes bytes from the front of the connection's buffer and re
 
 from __future__ import annotations
 
+import re
 import zlib
 
 from usenet_indexer.nntp._events import Data, Encoding, EndOfData
@@ -33,6 +34,10 @@ INFLATE_STEP = 1024 * 1024
 _DOT = 0x2E
 _CR = 0x0D
 _LF = 0x0A
+# A line that starts with a dot. The regex engine scans for "\n" and then checks the next byte;
+# bytes.find(b"\n.") skips only ~3 bytes per step over overview text full of dots (subjects,
+# message-ids): 0.2 µs per overview line, a third of the plain reader's time; the regex takes 0.075.
+_LINE_DOT = re.compile(rb"\n\.")
 
 
 class DotReader:
@@ -86,9 +91,10 @@ class DotReader:
         self.at_line_start = True
         # One scan for "\n." finds both the terminator and stuffed dots; overview lines start with
         # a digit, so the common case is one miss over the block and nothing else to do.
-        dot = block.find(b"\n.")
-        if dot < 0:
+        found = _LINE_DOT.search(block)
+        if found is None:
             return block
+        dot = found.start()
         end = block.find(b"\n.\r\n", dot)
         if end < 0:
             return block.replace(b"\n.", b"\n")
