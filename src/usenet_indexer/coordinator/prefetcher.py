@@ -134,8 +134,8 @@ class Prefetcher:
         self.max_ranges = max_ranges
         self.max_jobs = max_jobs
         self.paused_until = 0.0
-        # Packing is CPU (libdeflate, GIL released) and writing waits on fsync: more threads than this
-        # only queue, and each holds a database connection while it records its chunk.
+        # Packing is CPU (ISA-L or libdeflate, GIL released) and writing waits on fsync: more threads
+        # than this only queue, and each holds a database connection while it records its chunk.
         self._executor = ThreadPoolExecutor(
             max_workers=min(self.workers, MAX_STORE_THREADS), thread_name_prefix="prefetch-store"
         )
