@@ -86,7 +86,9 @@ class DotReader:
             block = bytes(buf)
             buf.clear()
         else:
-            block = bytes(buf[: last_lf + 1])
+            # Through a memoryview: one copy, where bytes(buf[:n]) makes two (a bytearray, then bytes).
+            with memoryview(buf) as view:
+                block = bytes(view[: last_lf + 1])
             del buf[: last_lf + 1]
         self.at_line_start = True
         # One scan for "\n." finds both the terminator and stuffed dots; overview lines start with
