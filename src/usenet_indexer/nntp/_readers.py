@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import zlib
 
+from usenet_indexer.nntp import _inflate
 from usenet_indexer.nntp._events import Data, Encoding, EndOfData
 from usenet_indexer.nntp.errors import (
     CompressedReplyCorrupt,
@@ -202,7 +203,7 @@ class ZlibBody(BodyReader):
     def __init__(self, *, terminator: bool, command: str) -> None:
         self._terminator = terminator
         self._command = command
-        self._inflater = zlib.decompressobj(zlib.MAX_WBITS | 32)  # zlib or gzip header, detected
+        self._inflater = _inflate.decompressobj(zlib.MAX_WBITS | 32)  # zlib or gzip header, detected
         self._inner = _Inner()
         self._state = "stream"  # stream -> terminator -> done
         self._tail = b""
@@ -236,7 +237,7 @@ class ZlibBody(BodyReader):
         buf.clear()
         try:
             out = self._inflater.decompress(raw, INFLATE_STEP)
-        except zlib.error as exc:
+        except _inflate.ERRORS as exc:
             raise CompressedReplyCorrupt(
                 f"the compressed reply to {self._command} does not inflate: {exc}"
             ) from None
@@ -278,7 +279,7 @@ class XzverBody(BodyReader):
         self._command = command
         self._outer = DotReader()
         self._yenc = YEncStreamDecoder()
-        self._inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+        self._inflater = _inflate.decompressobj(-zlib.MAX_WBITS)
         self._inner = _Inner()
         self._complete = False
         self._ended = False
@@ -305,7 +306,7 @@ class XzverBody(BodyReader):
             raise CompressedReplyCorrupt(f"{context}: {exc}") from None
         try:
             out = self._inflater.decompress(raw)
-        except zlib.error as exc:
+        except _inflate.ERRORS as exc:
             raise CompressedReplyCorrupt(f"{context} does not inflate: {exc}") from None
         if self._inflater.unused_data:
             raise CompressedReplyCorrupt(f"{context}: bytes after the end of the deflate stream")

@@ -437,3 +437,23 @@ def test_passwords_never_appear_in_errors() -> None:
 def test_arguments_cannot_inject_commands(bad: str) -> None:
     with pytest.raises(ValueError, match=r"NNTP arguments|empty"):
         commands.group(bad)
+
+
+@pytest.mark.parametrize("wbits", [-15, 15, 31, 47])
+def test_the_core_inflater_reads_what_zlib_writes_and_refuses_garbage(wbits: int) -> None:
+    # ISA-L inflates for the core when installed; it must agree with zlib on every format the readers
+    # ask for, keep what follows the stream, and raise one of ERRORS (not zlib.error) on garbage.
+    from usenet_indexer.nntp import _inflate
+
+    compressor = zlib.compressobj(6, zlib.DEFLATED, 31 if wbits == 47 else wbits)
+    stream = compressor.compress(OVERVIEW) + compressor.flush()
+    inflater = _inflate.decompressobj(wbits)
+    out = inflater.decompress(stream[:100], 50)
+    rest = inflater.unconsumed_tail + stream[100:] + b"NEXT"
+    while not inflater.eof:
+        out += inflater.decompress(rest, 1000)
+        rest = inflater.unconsumed_tail
+    assert out == OVERVIEW
+    assert inflater.unused_data == b"NEXT"
+    with pytest.raises(_inflate.ERRORS):
+        _inflate.decompressobj(wbits).decompress(b"\xff\xfe garbage, not a deflate stream")
