@@ -5,7 +5,8 @@ For 1, 4 and 8 connections, plain and compressed (COMPRESS DEFLATE, what INN2 of
 fetch the same group split into the same chunks (OVER first-last):
 
 - **bare**: one blocking socket per connection in threads and no parsing beyond finding each reply's
-  end (the server's own limit);
+  end (the server's own limit), quick ACKs after every read and our inflater (ISA-L) for COMPRESS
+  DEFLATE, so that it pays for nothing our client avoids;
 - **client**: ours through NNTPPool.over_chunk, nothing stored;
 - **prefetcher**: the coordinator's prefetcher (coordinator/prefetcher.py) on ranges planned over the
   same articles: fetch, pack (a plain reply deflated at ``spool_deflate_level``), write each chunk
