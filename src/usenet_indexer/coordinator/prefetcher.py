@@ -134,8 +134,8 @@ class Prefetcher:
         self.max_ranges = max_ranges
         self.max_jobs = max_jobs
         self.paused_until = 0.0
-        # Packing is CPU (libdeflate, GIL released) and writing waits on fsync: more threads than this
-        # only queue, and each holds a database connection while it records its chunk.
+        # Packing is CPU (ISA-L or libdeflate, GIL released) and writing waits on fsync: more threads
+        # than this only queue, and each holds a database connection while it records its chunk.
         self._executor = ThreadPoolExecutor(
             max_workers=min(self.workers, MAX_STORE_THREADS), thread_name_prefix="prefetch-store"
         )
@@ -204,6 +204,10 @@ class Prefetcher:
                 grace = min(ROUND_GRACE_SECONDS, self.settings.ownership_ttl_seconds / 3)
                 async with asyncio.timeout(max(0.0, state.deadline + grace - time.monotonic())):
                     fetched = await fetch_chunk(pool, job.target.group, job.span, plain=job.plain)
+                # Let the task waiting for the connection just released send its command first: a
+                # storage thread started now takes the GIL and a core, and that delayed the next
+                # command by 1-2 ms per chunk with the server on the same two cores (bench/fetch.py).
+                await asyncio.sleep(0)
                 size = await self._in_thread(self.store, job, fetched)
             except TimeoutError:
                 report.failed += 1

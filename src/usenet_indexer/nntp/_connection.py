@@ -21,6 +21,7 @@ from __future__ import annotations
 import zlib
 from collections import deque
 
+from usenet_indexer.nntp import _inflate
 from usenet_indexer.nntp._commands import Command
 from usenet_indexer.nntp._events import (
     NEED_DATA,
@@ -54,7 +55,7 @@ class NNTPConnection:
     def __init__(self) -> None:
         self._buf = bytearray()
         self._compressed_in = b""  # COMPRESS DEFLATE bytes not yet inflated into _buf
-        self._inflater: zlib._Decompress | None = None
+        self._inflater: _inflate.Inflater | None = None
         self._deflater: zlib._Compress | None = None
         # The server's deflate stream reached its end: what it held is read out, then the session fails.
         self._deflate_ended = False
@@ -158,7 +159,7 @@ class NNTPConnection:
             return
         try:
             self._buf += inflater.decompress(self._compressed_in, INFLATE_STEP)
-        except zlib.error as exc:
+        except _inflate.ERRORS as exc:
             raise NNTPProtocolError(
                 f"the COMPRESS DEFLATE stream from the server is corrupt: {exc}"
             ) from None
@@ -249,7 +250,7 @@ class NNTPConnection:
         verb = command.verb
         if verb == "COMPRESS" and code == 206:
             # RFC 8054: everything after this line is deflate-compressed, in both directions.
-            self._inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+            self._inflater = _inflate.decompressobj(-zlib.MAX_WBITS)
             self._deflater = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
             self._compressed_in, self._buf = bytes(self._buf), bytearray()
         elif verb == "XFEATURE" and code == 290 and "COMPRESS GZIP" in command.line.upper():

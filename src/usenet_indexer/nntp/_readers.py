@@ -11,8 +11,10 @@ Each body reader consumes bytes from the front of the connection's buffer and re
 
 from __future__ import annotations
 
+import re
 import zlib
 
+from usenet_indexer.nntp import _inflate
 from usenet_indexer.nntp._events import Data, Encoding, EndOfData
 from usenet_indexer.nntp.errors import (
     CompressedReplyCorrupt,
@@ -33,6 +35,10 @@ INFLATE_STEP = 1024 * 1024
 _DOT = 0x2E
 _CR = 0x0D
 _LF = 0x0A
+# A line that starts with a dot. The regex engine scans for "\n" and then checks the next byte;
+# bytes.find(b"\n.") skips only ~3 bytes per step over overview text full of dots (subjects,
+# message-ids): 0.2 µs per overview line, a third of the plain reader's time; the regex takes 0.075.
+_LINE_DOT = re.compile(rb"\n\.")
 
 
 class DotReader:
@@ -81,14 +87,17 @@ class DotReader:
             block = bytes(buf)
             buf.clear()
         else:
-            block = bytes(buf[: last_lf + 1])
+            # Through a memoryview: one copy, where bytes(buf[:n]) makes two (a bytearray, then bytes).
+            with memoryview(buf) as view:
+                block = bytes(view[: last_lf + 1])
             del buf[: last_lf + 1]
         self.at_line_start = True
         # One scan for "\n." finds both the terminator and stuffed dots; overview lines start with
         # a digit, so the common case is one miss over the block and nothing else to do.
-        dot = block.find(b"\n.")
-        if dot < 0:
+        found = _LINE_DOT.search(block)
+        if found is None:
             return block
+        dot = found.start()
         end = block.find(b"\n.\r\n", dot)
         if end < 0:
             return block.replace(b"\n.", b"\n")
@@ -194,7 +203,7 @@ class ZlibBody(BodyReader):
     def __init__(self, *, terminator: bool, command: str) -> None:
         self._terminator = terminator
         self._command = command
-        self._inflater = zlib.decompressobj(zlib.MAX_WBITS | 32)  # zlib or gzip header, detected
+        self._inflater = _inflate.decompressobj(zlib.MAX_WBITS | 32)  # zlib or gzip header, detected
         self._inner = _Inner()
         self._state = "stream"  # stream -> terminator -> done
         self._tail = b""
@@ -228,7 +237,7 @@ class ZlibBody(BodyReader):
         buf.clear()
         try:
             out = self._inflater.decompress(raw, INFLATE_STEP)
-        except zlib.error as exc:
+        except _inflate.ERRORS as exc:
             raise CompressedReplyCorrupt(
                 f"the compressed reply to {self._command} does not inflate: {exc}"
             ) from None
@@ -270,7 +279,7 @@ class XzverBody(BodyReader):
         self._command = command
         self._outer = DotReader()
         self._yenc = YEncStreamDecoder()
-        self._inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+        self._inflater = _inflate.decompressobj(-zlib.MAX_WBITS)
         self._inner = _Inner()
         self._complete = False
         self._ended = False
@@ -297,7 +306,7 @@ class XzverBody(BodyReader):
             raise CompressedReplyCorrupt(f"{context}: {exc}") from None
         try:
             out = self._inflater.decompress(raw)
-        except zlib.error as exc:
+        except _inflate.ERRORS as exc:
             raise CompressedReplyCorrupt(f"{context} does not inflate: {exc}") from None
         if self._inflater.unused_data:
             raise CompressedReplyCorrupt(f"{context}: bytes after the end of the deflate stream")

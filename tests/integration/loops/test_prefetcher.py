@@ -375,3 +375,46 @@ async def test_a_round_ends_soon_after_its_deadline_whatever_the_server_does(
         took = time.monotonic() - started
     assert took < 3.0
     assert report.fetched == 0 and report.failed >= 1
+
+
+async def test_the_next_command_goes_out_before_the_last_chunk_is_handed_to_storage(
+    services: Services, make: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On one connection the task waiting for it sends its command before the task that just read a
+    chunk starts storing it: a storage thread started first took the GIL and a core, and the
+    connection sat idle 1-2 ms per chunk (bench/fetch.py). All is recorded on the news loop."""
+    from usenet_indexer.nntp import pool as pool_module
+    from usenet_indexer.nntp.client import NNTPClient
+
+    order: list[str] = []
+    send, release, in_thread = NNTPClient._send, pool_module._Server.release, Prefetcher._in_thread
+
+    async def recording_send(self: NNTPClient, command: Any) -> None:
+        if command.verb == "OVER":
+            order.append("send")
+        await send(self, command)
+
+    async def recording_release(self: Any, client: NNTPClient, *, healthy: bool) -> None:
+        # Whether a task waits for the connection (when none does, there is no command to send).
+        order.append("release to a waiter" if self._cond._waiters else "release")
+        await release(self, client, healthy=healthy)
+
+    async def recording_in_thread(self: Prefetcher, function: Any, *args: Any) -> Any:
+        if getattr(function, "__name__", "") == "store":
+            order.append("store")
+        return await in_thread(self, function, *args)
+
+    monkeypatch.setattr(NNTPClient, "_send", recording_send)
+    monkeypatch.setattr(pool_module._Server, "release", recording_release)
+    monkeypatch.setattr(Prefetcher, "_in_thread", recording_in_thread)
+    # Slow replies, so that the other task has mostly stored its chunk and waits for the connection.
+    async with FakeNNTPServer(script_for("none", reply_delay=0.03)) as server:
+        fill_group(server, G, 1, 799)
+        plan(services, 1, 799)
+        _, prefetcher = make(server, compression="none", connections=1)
+        await asyncio.to_thread(prefetch_all, prefetcher)
+    assert order.count("send") == 8
+    handed = [i for i, event in enumerate(order) if event == "release to a waiter"]
+    assert len(handed) >= 3
+    for at in handed:
+        assert order[at + 1] == "send", order[at : at + 3]

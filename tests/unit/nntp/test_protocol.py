@@ -113,6 +113,36 @@ def test_any_split_of_a_plain_session_gives_the_same_events(cuts: list[int]) -> 
     assert normalise(run(conn2, split(wire, cuts))) == expected
 
 
+# Lines built from the bytes that matter to the dot reader (dots, CR) and two that do not (digit, tab).
+_ONLY_DOTS = bytes([(0x2E, 0x2E, 0x31, 0x09, 0x0D)[i % 5] for i in range(256)])
+_BODY_LINES = st.lists(
+    st.tuples(
+        st.binary(max_size=12).map(lambda b: b.translate(_ONLY_DOTS)), st.sampled_from([b"\r\n", b"\n"])
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=300)
+@given(_BODY_LINES, st.lists(st.integers(min_value=0, max_value=2_000), max_size=12))
+def test_dot_stuffed_bodies_any_split(lines: list[tuple[bytes, bytes]], cuts: list[int]) -> None:
+    # Whatever the lines (dot first, dots only, ".\r" without LF, bare LF ends), the body comes back
+    # exactly as it was before stuffing, and the reply after it is read as a status line.
+    body = b"".join(text + end for text, end in lines)
+    wire_body = b"".join((b"." if text.startswith(b".") else b"") + text + end for text, end in lines)
+    conn = NNTPConnection()
+    conn.send(commands.body("<x@y>"))
+    conn.send(commands.group("a.b"))
+    wire = b"200 hi\r\n222 0 <x@y>\r\n" + wire_body + b".\r\n211 1 1 1 a.b\r\n"
+    events = normalise(run(conn, split(wire, cuts)))
+    expected_body = [Data(body)] if body else []
+    assert events[2:] == [
+        *expected_body,
+        EndOfData(),
+        Response(211, "1 1 1 a.b", False, commands.group("a.b")),
+    ]
+
+
 def test_plain_session_events() -> None:
     conn, wire = plain_session()
     events = normalise(run(conn, [wire]))
@@ -433,3 +463,23 @@ def test_passwords_never_appear_in_errors() -> None:
 def test_arguments_cannot_inject_commands(bad: str) -> None:
     with pytest.raises(ValueError, match=r"NNTP arguments|empty"):
         commands.group(bad)
+
+
+@pytest.mark.parametrize("wbits", [-15, 15, 31, 47])
+def test_the_core_inflater_reads_what_zlib_writes_and_refuses_garbage(wbits: int) -> None:
+    # ISA-L inflates for the core when installed; it must agree with zlib on every format the readers
+    # ask for, keep what follows the stream, and raise one of ERRORS (not zlib.error) on garbage.
+    from usenet_indexer.nntp import _inflate
+
+    compressor = zlib.compressobj(6, zlib.DEFLATED, 31 if wbits == 47 else wbits)
+    stream = compressor.compress(OVERVIEW) + compressor.flush()
+    inflater = _inflate.decompressobj(wbits)
+    out = inflater.decompress(stream[:100], 50)
+    rest = inflater.unconsumed_tail + stream[100:] + b"NEXT"
+    while not inflater.eof:
+        out += inflater.decompress(rest, 1000)
+        rest = inflater.unconsumed_tail
+    assert out == OVERVIEW
+    assert inflater.unused_data == b"NEXT"
+    with pytest.raises(_inflate.ERRORS):
+        _inflate.decompressobj(wbits).decompress(b"\xff\xfe garbage, not a deflate stream")

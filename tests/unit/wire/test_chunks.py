@@ -35,6 +35,21 @@ def test_plain_overview_is_deflated_here() -> None:
     assert inflate_chunk(deflate_plain(OVERVIEW)) == OVERVIEW
 
 
+@given(st.binary(max_size=3000), st.integers(min_value=0, max_value=9))
+def test_every_level_gives_a_zlib_chunk(data: bytes, level: int) -> None:
+    # Levels 0 (stored), 1-3 (ISA-L) and 4-9 (libdeflate) all make the same kind of chunk.
+    packed = deflate_plain(data, level)
+    assert packed[:4] == b"UIC\x01"
+    assert inflate_chunk(packed) == data == zlib.decompress(packed[4:])
+    assert deflate_plain(bytearray(data), level) == packed
+
+
+def test_level_zero_stores() -> None:
+    # The prefetcher's tests fill a small spool cap with level 0: it must not compress.
+    assert len(deflate_plain(OVERVIEW, 0)) > len(OVERVIEW)
+    assert len(deflate_plain(OVERVIEW, 1)) < len(OVERVIEW) // 4
+
+
 @pytest.mark.parametrize("cut", [5, 20, -1, -4])
 def test_a_chunk_cut_short_is_refused(cut: int) -> None:
     data = deflate_plain(OVERVIEW)
