@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import struct
 import sys
-import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from usenet_indexer.compression import ERRORS, decompressobj, zlib_compress
 from usenet_indexer.indexing import _native
 from usenet_indexer.indexing.fragment import (
     MAX_MESSAGE_ID,
@@ -28,11 +28,6 @@ from usenet_indexer.indexing.fragment import (
     check_file,
     int_array,
 )
-
-try:  # libdeflate (the MIT "deflate" package): the same zlib stream, several times faster
-    import deflate as _libdeflate
-except ImportError:  # pragma: no cover - an install without it falls back to the standard library
-    _libdeflate = None  # type: ignore[assignment]
 from usenet_indexer.indexing.naming import looks_obfuscated
 
 
@@ -228,10 +223,7 @@ def pack_segments(files: Sequence[FileFragment], level: int = 4) -> bytes:
         out.append(_le(f.articles))
         out.append(_IDS.pack(len(f.message_ids)))
         out.append(f.message_ids)
-    data = b"".join(out)
-    if _libdeflate is not None:
-        return bytes(_libdeflate.zlib_compress(data, level))
-    return zlib.compress(data, level)
+    return zlib_compress(b"".join(out), level)
 
 
 def unpack_segments(blob: bytes, max_inflated: int = MAX_BLOB_INFLATED) -> tuple[FileFragment, ...]:
@@ -243,11 +235,11 @@ def inflate_segments(blob: bytes, max_inflated: int = MAX_BLOB_INFLATED) -> byte
     """A segment blob inflated, refused past ``max_inflated`` bytes (checked while inflating: a
     blob from another machine may be a zlib bomb), truncated, or followed by other bytes."""
     try:
-        inflater = zlib.decompressobj()
+        inflater = decompressobj(15)
         data = inflater.decompress(blob, max_inflated)
         if inflater.unconsumed_tail or (not inflater.eof and inflater.decompress(b"", 1)):
             raise SegmentBlobError(f"segment blob inflates past {max_inflated} bytes")
-    except zlib.error as error:
+    except ERRORS as error:
         raise SegmentBlobError(f"segment blob does not inflate: {error}") from None
     if not inflater.eof:
         raise SegmentBlobError("segment blob is a truncated zlib stream")

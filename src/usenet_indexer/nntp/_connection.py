@@ -21,7 +21,7 @@ from __future__ import annotations
 import zlib
 from collections import deque
 
-from usenet_indexer.nntp import _inflate
+from usenet_indexer import compression as _inflate
 from usenet_indexer.nntp._commands import Command
 from usenet_indexer.nntp._events import (
     NEED_DATA,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import zlib
 
-from usenet_indexer.nntp import _inflate
+from usenet_indexer import compression as _inflate
 from usenet_indexer.nntp._events import Data, Encoding, EndOfData
 from usenet_indexer.nntp.errors import (
     CompressedReplyCorrupt,

@@ -41,16 +41,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from usenet_indexer.articles import aligned
+from usenet_indexer.compression import zlib_compress
 from usenet_indexer.indexing import sample
 from usenet_indexer.indexing.naming import FileKind, file_kind
 from usenet_indexer.indexing.par2_writer import Par2Input, par2_index
 from usenet_indexer.nntp import yenc
 from usenet_indexer.nntp.fake_server import FakeNNTPServer, FeedArticle, Script
-
-try:  # libdeflate (the MIT "deflate" package): the same zlib stream, faster
-    import deflate as _libdeflate
-except ImportError:  # pragma: no cover
-    _libdeflate = None  # type: ignore[assignment]
 
 __all__ = [
     "SAMPLE_GROUPS",
@@ -96,9 +92,7 @@ def _start_time() -> int:
 
 
 def _zlib(data: bytes) -> bytes:
-    if _libdeflate is not None and data:
-        return bytes(_libdeflate.zlib_compress(data, 6))
-    return zlib.compress(data, 6)
+    return zlib_compress(data, 6)
 
 
 @dataclass

@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import json
 import struct
-import zlib
 from dataclasses import dataclass, replace
 from typing import Any
 
+from usenet_indexer.compression import ERRORS, decompressobj, zlib_compress
 from usenet_indexer.indexing.fragment import (
     MAX_INT,
     Batch,
@@ -77,7 +77,7 @@ def encode_batch(batch: Batch, range_id: int, epoch: int) -> bytes:
     text = json.dumps(
         {"range_id": range_id, "epoch": epoch, "batch": head}, separators=(",", ":"), ensure_ascii=False
     )
-    packed_head = zlib.compress(text.encode(), 1)
+    packed_head = zlib_compress(text.encode(), 1)
     out = [MAGIC, _LENGTH.pack(len(packed_head)), packed_head]
     for fragment in batch.fragments:
         blob = pack_segments(fragment.files, level=BLOB_LEVEL)
@@ -151,7 +151,7 @@ class _Budget:
         if segments:
             out = inflate_segments(data, cap)  # SegmentBlobError names the cap; the caller wraps it
         else:
-            inflater = zlib.decompressobj()
+            inflater = decompressobj(15)
             try:
                 out = inflater.decompress(data, cap)
                 if inflater.unconsumed_tail or (not inflater.eof and inflater.decompress(b"", 1)):
@@ -159,7 +159,7 @@ class _Budget:
                         f"batch inflates past the {self.left}-byte cap in its {what}; refused without "
                         "reading it all"
                     )
-            except zlib.error as error:
+            except ERRORS as error:
                 raise BatchError(f"batch {what} does not inflate: {error}") from None
             if not inflater.eof or inflater.unused_data:
                 raise BatchError(f"batch {what} is not one whole zlib stream")

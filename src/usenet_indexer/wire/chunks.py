@@ -12,20 +12,11 @@ Sniffing is not safe (raw deflate can begin like a zlib header), so the chunk sa
 from __future__ import annotations
 
 import enum
-import zlib
 
-try:  # libdeflate (the MIT "deflate" package): the same zlib stream, ~2× faster and ~12% smaller
-    import deflate as _libdeflate
-except ImportError:  # pragma: no cover - an install without it falls back to the standard library
-    _libdeflate = None  # type: ignore[assignment]
-try:  # ISA-L (the PSF-licensed "isal" package): its levels 1-3 are ~2.7× faster than libdeflate's 1
-    from isal import isal_zlib as _isal_zlib
-except ImportError:  # pragma: no cover - an install without it uses libdeflate or the standard library
-    _isal_zlib = None  # type: ignore[assignment]
+from usenet_indexer.compression import ERRORS, decompressobj, zlib_compress
 
 MAGIC = b"UIC"
 HEADER = len(MAGIC) + 1
-_ISAL_MAX_LEVEL = 3  # ISA-L's levels are 0-3 (its 0 is a fast Huffman-only pass, not "stored")
 DEFAULT_MAX_INFLATED = 512 << 20  # 20,000 overview lines are ~10 MB; far past that is not overview
 
 
@@ -55,13 +46,7 @@ def deflate_plain(overview: bytes | bytearray, level: int = 6) -> bytes:
     the news server on the same two cores that CPU is taken from the server (bench/fetch.py), so levels
     1-3 go to ISA-L; above them libdeflate (a smaller result, slower); 0 stores (no compression). All
     three release the GIL."""
-    if level <= 0 or not overview:
-        return pack_chunk(ChunkFormat.ZLIB, zlib.compress(overview, 0 if level <= 0 else level))
-    if _isal_zlib is not None and level <= _ISAL_MAX_LEVEL:
-        return pack_chunk(ChunkFormat.ZLIB, _isal_zlib.compress(overview, level))
-    if _libdeflate is not None:
-        return pack_chunk(ChunkFormat.ZLIB, _libdeflate.zlib_compress(overview, level))
-    return pack_chunk(ChunkFormat.ZLIB, zlib.compress(overview, level))
+    return pack_chunk(ChunkFormat.ZLIB, zlib_compress(overview, level))
 
 
 def chunk_format(data: bytes) -> ChunkFormat:
@@ -76,10 +61,10 @@ def chunk_format(data: bytes) -> ChunkFormat:
 def inflate_chunk(data: bytes | memoryview, max_size: int = DEFAULT_MAX_INFLATED) -> bytes:
     """The chunk's overview bytes; ChunkError when it is not whole and sound."""
     fmt = chunk_format(bytes(data[:HEADER]))
-    inflater = zlib.decompressobj(_WBITS[fmt])
+    inflater = decompressobj(_WBITS[fmt])  # ISA-L when installed: 2.4 times zlib's speed
     try:
         out = inflater.decompress(memoryview(data)[HEADER:], max_size)
-    except zlib.error as error:
+    except ERRORS as error:
         raise ChunkError(f"chunk does not inflate ({fmt.name.lower()}): {error}") from None
     if inflater.unconsumed_tail:
         raise ChunkError(f"chunk inflates to more than {max_size} bytes")

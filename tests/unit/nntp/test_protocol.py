@@ -469,7 +469,7 @@ def test_arguments_cannot_inject_commands(bad: str) -> None:
 def test_the_core_inflater_reads_what_zlib_writes_and_refuses_garbage(wbits: int) -> None:
     # ISA-L inflates for the core when installed; it must agree with zlib on every format the readers
     # ask for, keep what follows the stream, and raise one of ERRORS (not zlib.error) on garbage.
-    from usenet_indexer.nntp import _inflate
+    from usenet_indexer import compression as _inflate
 
     compressor = zlib.compressobj(6, zlib.DEFLATED, 31 if wbits == 47 else wbits)
     stream = compressor.compress(OVERVIEW) + compressor.flush()
