@@ -145,6 +145,9 @@ def end_to_end(releases: int, processes: int, workdir: Path) -> tuple[float, int
             coordinator.stop()
             services.close()
         assert first is not None
+        log = (workdir / f"coordinator-{processes}.log").read_text(errors="replace")
+        if "Exception in ASGI application" in log:  # a 500: the worker retried, the figure is off
+            print(f"coordinator errors ({processes} processes):", log.count("Exception in ASGI application"))
         spent = {k: last[k] - first[k] for k in last}
         spent["others"] = spent["busy"] - spent["coordinator"] - spent["workers"] - spent["postgresql"]
         return seconds, articles, {k: round(v * 1e6 / articles, 2) for k, v in spent.items()}

@@ -46,11 +46,18 @@ class Tx:
     ``execute`` only queues, and the queue goes out with the next ``run`` or the COMMIT, so a
     transaction costs a round trip per result it waits for, not one per statement."""
 
-    def __init__(self, dialect: Dialect, cursor: Any, no_result: type[Exception] = LookupError) -> None:
+    def __init__(
+        self,
+        dialect: Dialect,
+        cursor: Any,
+        no_result: type[Exception] = LookupError,
+        pipeline: Any = None,
+    ) -> None:
         self.dialect: Dialect = dialect
         self._cursor = cursor
         self._queries = queries(dialect)
         self._no_result = no_result  # what fetching a statement without rows raises (psycopg)
+        self._pipeline = pipeline
 
     def run(self, name: str, params: Params = None) -> list[Row]:
         return self.sql(self._queries[name], params)
@@ -77,6 +84,12 @@ class Tx:
     def executemany(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
         if rows:
             self._cursor.executemany(self._queries[name], rows)
+            if self._pipeline is not None:
+                # Its results collected now. Left pending, the next ``run`` on this cursor could read
+                # one of them instead of its own (an INSERT's empty result): a batch's UPDATE ...
+                # RETURNING then came back empty, the coordinator answered 500 and the worker retried
+                # 1.4 s later - about once in 20 ranges in bench/stream.py.
+                self._pipeline.sync()
 
 
 class Database:
@@ -166,9 +179,9 @@ class PostgresDatabase(Database):
     @contextmanager
     def transaction(self, *, write: bool = True, durable: bool = True) -> Iterator[Tx]:
         # Leaving the pipeline waits for everything queued, COMMIT included.
-        with self._connection() as conn, conn.pipeline(), conn.cursor() as cursor:
+        with self._connection() as conn, conn.pipeline() as pipeline, conn.cursor() as cursor:
             self._begin(cursor, durable)
-            yield Tx("postgresql", cursor, self._psycopg.ProgrammingError)
+            yield Tx("postgresql", cursor, self._psycopg.ProgrammingError, pipeline)
             cursor.execute("COMMIT")
 
     def once(self, name: str, params: Params = None, *, durable: bool = True) -> list[Row]:
