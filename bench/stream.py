@@ -76,13 +76,18 @@ def postgres_pids() -> list[int]:
     return pids
 
 
-def cpu_split(coordinator: int, worker: int) -> dict[str, float]:
+def cpu_split(coordinator: int, worker: int, seen: dict[int, float]) -> dict[str, float]:
     """CPU seconds so far of the coordinator, the worker processes, PostgreSQL (every database on the
-    server) and the whole machine (busy, idle)."""
+    server) and the whole machine (busy, idle). ``seen`` keeps each worker process's last figure: a
+    supervised child that ran out of ranges exits before the end of the window."""
     busy, idle = machine_ticks()
+    for pid in [worker, *children(worker)]:
+        value = cpu_seconds(pid)
+        if value is not None:
+            seen[pid] = value
     return {
         "coordinator": cpu_seconds(coordinator) or 0.0,
-        "workers": sum(cpu_seconds(p) or 0.0 for p in [worker, *children(worker)]),
+        "workers": sum(seen.values()),
         "postgresql": sum(cpu_seconds(p) or 0.0 for p in postgres_pids()),
         "busy": busy,
         "idle": idle,
@@ -117,14 +122,16 @@ def end_to_end(releases: int, processes: int, workdir: Path) -> tuple[float, int
             )
             assert coordinator.process is not None
             first: dict[str, float] | None = None
+            seen: dict[int, float] = {}
             while True:
                 with services.db.transaction(write=False) as tx:
                     done = int(tx.sql("SELECT count(*) AS n FROM ranges WHERE status = 'done'")[0]["n"])
                     leased = first is not None or bool(tx.sql("SELECT 1 FROM lease_log LIMIT 1"))
+                split = cpu_split(coordinator.process.pid, worker.process.pid, seen)
                 if first is None and leased:
-                    first = cpu_split(coordinator.process.pid, worker.process.pid)
+                    first = split
                 if done == total:
-                    last = cpu_split(coordinator.process.pid, worker.process.pid)
+                    last = split
                     break
                 if worker.process.poll() is not None and done < total:
                     raise RuntimeError(
