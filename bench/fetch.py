@@ -46,10 +46,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tests.support import inn2
 
 from _common import postgres_database, sqlite_database
+from usenet_indexer.compression import Inflater, decompressobj
 from usenet_indexer.coordinator.news import NewsService
 from usenet_indexer.coordinator.prefetcher import Prefetcher
 from usenet_indexer.coordinator.services import Services, open_services
-from usenet_indexer.nntp._inflate import Inflater, decompressobj
 from usenet_indexer.nntp.pool import NNTPPool, ServerSettings
 from usenet_indexer.settings import Settings
 
