@@ -312,6 +312,13 @@ class Prefetcher:
                 }
                 for row in rows
             }
+            recorded = {
+                int(row["id"]): {
+                    int(f["chunk_from"]) for f in tx.run("fetched_chunks_of", {"range_id": row["id"]})
+                }
+                for row in rows
+                if not row["capture"]
+            }
         busy = self.news.busy_ranges()
         leased: list[list[Job]] = []
         planned: list[Job] = []
@@ -337,7 +344,12 @@ class Prefetcher:
             for ahead, span in enumerate(chunk_spans(target.start, target.end, size, int(row["next_id"]))):
                 listed = span.first in plain
                 stored = span.name in present
-                if stored and not (listed and plain[span.first] is None):
+                # A spooled chunk never recorded: a coordinator died between writing it and recording
+                # it (its gaps never counted). Fetched again, it is recorded; the file is replaced
+                # atomically with the same overview. (Not for captured ranges: a reindex plans new
+                # ranges over a corpus that no fetched_chunks row names, and must not refetch it.)
+                unrecorded = stored and range_id in recorded and span.first not in recorded[range_id]
+                if stored and not unrecorded and not (listed and plain[span.first] is None):
                     continue
                 jobs.append(Job(target, span, listed, stored, is_leased, ahead))
             if is_leased:

@@ -418,3 +418,24 @@ async def test_the_next_command_goes_out_before_the_last_chunk_is_handed_to_stor
     assert len(handed) >= 3
     for at in handed:
         assert order[at + 1] == "send", order[at : at + 3]
+
+
+async def test_a_chunk_spooled_but_never_recorded_is_fetched_again_and_recorded(
+    services: Services, make: Any
+) -> None:
+    """A coordinator killed between writing a chunk and recording it (tests/e2e/test_two_coordinators
+    caught it): the next round fetches that chunk again and records it, counting nothing twice."""
+    async with FakeNNTPServer(script_for("none")) as server:
+        lines = fill_group(server, G, 1, 999)
+        plan(services, 1, 999)
+        _news, prefetcher = make(server, compression="none")
+        await asyncio.to_thread(prefetch_all, prefetcher)
+        before = query(services.db, "SELECT id, spooled_chunks FROM ranges")
+        query(services.db, "DELETE FROM fetched_chunks WHERE chunk_from = 500")
+        jobs, _ = await asyncio.to_thread(prefetcher.plan_round)
+        assert [(job.span.first, job.present) for job in jobs] == [(500, True)]
+        await asyncio.to_thread(prefetch_all, prefetcher)
+    assert query(services.db, "SELECT id, spooled_chunks FROM ranges") == before
+    fetched = query(services.db, "SELECT count(*) AS n, sum(lines) AS l FROM fetched_chunks")[0]
+    assert (int(fetched["n"]), int(fetched["l"])) == (10, 999)
+    assert sorted(stored_lines(services, G)) == sorted(lines)
