@@ -14,6 +14,7 @@ import random
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,9 @@ async def worker(
 
     await asyncio.sleep(rng.uniform(0, 5))
     leased = await call("lease", "POST", "lease")
+    if leased.status_code == 204:  # nothing to lease (all taken, or the group caps reached): no error
+        timings.setdefault("no_lease", []).append(0.0)
+        return
     if leased.status_code != 200:
         timings.setdefault("errors", []).append(float(leased.status_code))
         return
@@ -157,13 +161,16 @@ def main() -> None:
         for kind, values in part.items():
             timings.setdefault(kind, []).extend(values)
     measured = seconds - warmup
-    calls = [t for kind, values in timings.items() if kind != "errors" for t in values]
+    calls = [t for kind, values in timings.items() if kind not in ("errors", "no_lease") for t in values]
     result: dict[str, Any] = {
         "workers": workers,
         "seconds_measured": measured,
         "batches_per_s": round(len(timings.get("batch", [])) / measured, 1),
         "heartbeats_per_s": round(len(timings.get("heartbeat", [])) / measured, 1),
         "errors": len(timings.get("errors", [])),
+        "workers_without_lease": len(timings.get("no_lease", [])),
+        # By HTTP status; 0 is a failure without a response (a connection error in the load generator).
+        "error_statuses": {str(int(k)): v for k, v in sorted(Counter(timings.get("errors", [])).items())},
         "p50_ms": round(percentile(calls, 50) * 1000, 2),
         "p99_ms": round(percentile(calls, 99) * 1000, 2),
     }
@@ -174,7 +181,10 @@ def main() -> None:
             f"{kind:10} {len(values) / measured:8.1f}/s  p50 {percentile(values, 50) * 1000:7.2f} ms  "
             f"p99 {percentile(values, 99) * 1000:7.2f} ms"
         )
-    print(f"{workers} workers, {result['errors']} errors; every call p99 {result['p99_ms']} ms")
+    print(
+        f"{workers} workers, {result['errors']} errors {result['error_statuses']}; "
+        f"every call p99 {result['p99_ms']} ms"
+    )
     emit(result)
 
 
