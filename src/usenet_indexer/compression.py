@@ -15,7 +15,7 @@ from __future__ import annotations
 import zlib
 from typing import Protocol, cast
 
-__all__ = ["ERRORS", "Inflater", "decompressobj", "zlib_compress"]
+__all__ = ["ERRORS", "InflateError", "Inflater", "decompressobj", "inflate_whole", "zlib_compress"]
 
 
 class Inflater(Protocol):
@@ -66,3 +66,24 @@ def zlib_compress(data: bytes | bytearray | memoryview, level: int) -> bytes:
     if _libdeflate is not None:
         return bytes(_libdeflate.zlib_compress(data, level))
     return zlib.compress(data, level)
+
+
+class InflateError(ValueError):
+    """Bytes from another machine that are not one whole stream within the cap; callers say whose."""
+
+
+def inflate_whole(data: bytes, max_inflated: int, wbits: int = 15) -> bytes:
+    """``data`` inflated: exactly one whole stream, refused past ``max_inflated`` bytes (checked while
+    inflating, so a bomb costs at most the cap), cut short, or followed by other bytes."""
+    inflater = decompressobj(wbits)
+    try:
+        out = inflater.decompress(data, max_inflated)
+        if inflater.unconsumed_tail or (not inflater.eof and inflater.decompress(b"", 1)):
+            raise InflateError(f"inflates past the {max_inflated}-byte cap; refused without reading it all")
+    except ERRORS as error:
+        raise InflateError(f"does not inflate: {error}") from None
+    if not inflater.eof:
+        raise InflateError("is a truncated zlib stream")
+    if inflater.unused_data:
+        raise InflateError(f"has {len(inflater.unused_data)} bytes after its zlib stream")
+    return out

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from usenet_indexer.compression import ERRORS, decompressobj, zlib_compress
+from usenet_indexer.compression import InflateError, inflate_whole, zlib_compress
 from usenet_indexer.indexing import _native
 from usenet_indexer.indexing.fragment import (
     MAX_MESSAGE_ID,
@@ -235,17 +235,9 @@ def inflate_segments(blob: bytes, max_inflated: int = MAX_BLOB_INFLATED) -> byte
     """A segment blob inflated, refused past ``max_inflated`` bytes (checked while inflating: a
     blob from another machine may be a zlib bomb), truncated, or followed by other bytes."""
     try:
-        inflater = decompressobj(15)
-        data = inflater.decompress(blob, max_inflated)
-        if inflater.unconsumed_tail or (not inflater.eof and inflater.decompress(b"", 1)):
-            raise SegmentBlobError(f"segment blob inflates past {max_inflated} bytes")
-    except ERRORS as error:
-        raise SegmentBlobError(f"segment blob does not inflate: {error}") from None
-    if not inflater.eof:
-        raise SegmentBlobError("segment blob is a truncated zlib stream")
-    if inflater.unused_data:
-        raise SegmentBlobError(f"segment blob has {len(inflater.unused_data)} bytes after its zlib stream")
-    return data
+        return inflate_whole(blob, max_inflated)
+    except InflateError as error:
+        raise SegmentBlobError(f"segment blob {error}") from None
 
 
 def checked_segments(data: bytes) -> tuple[FileFragment, ...]:

@@ -31,7 +31,7 @@ import struct
 from dataclasses import dataclass, replace
 from typing import Any
 
-from usenet_indexer.compression import ERRORS, decompressobj, zlib_compress
+from usenet_indexer.compression import InflateError, inflate_whole, zlib_compress
 from usenet_indexer.indexing.fragment import (
     MAX_INT,
     Batch,
@@ -42,7 +42,7 @@ from usenet_indexer.indexing.fragment import (
     candidate_to_dict,
     fragment_to_dict,
 )
-from usenet_indexer.indexing.merge import SegmentBlobError, checked_segments, inflate_segments, pack_segments
+from usenet_indexer.indexing.merge import SegmentBlobError, checked_segments, pack_segments
 
 WIRE_VERSION = 2
 MAGIC = b"UIB2"
@@ -115,8 +115,9 @@ def decode_batch(
     for index in range(count):
         blob, at = _field(view, at, f"fragment {index}'s segment blob")
         where = f"batch.fragments[{index}].files"
+        data = budget.inflate(blob, f"fragment {index}'s segment blob")
         try:
-            files.append(checked_segments(budget.inflate(blob, where, segments=True)))
+            files.append(checked_segments(data))
         except SegmentBlobError as error:
             raise BatchError(f"{where}: {error}") from None
         blobs.append(blob)
@@ -146,23 +147,11 @@ class _Budget:
 
     left: int
 
-    def inflate(self, data: bytes, what: str, *, segments: bool = False) -> bytes:
-        cap = self.left
-        if segments:
-            out = inflate_segments(data, cap)  # SegmentBlobError names the cap; the caller wraps it
-        else:
-            inflater = decompressobj(15)
-            try:
-                out = inflater.decompress(data, cap)
-                if inflater.unconsumed_tail or (not inflater.eof and inflater.decompress(b"", 1)):
-                    raise BatchError(
-                        f"batch inflates past the {self.left}-byte cap in its {what}; refused without "
-                        "reading it all"
-                    )
-            except ERRORS as error:
-                raise BatchError(f"batch {what} does not inflate: {error}") from None
-            if not inflater.eof or inflater.unused_data:
-                raise BatchError(f"batch {what} is not one whole zlib stream")
+    def inflate(self, data: bytes, what: str) -> bytes:
+        try:
+            out = inflate_whole(data, self.left)
+        except InflateError as error:
+            raise BatchError(f"batch {what} {error}") from None
         self.left -= len(out)
         return out
 
