@@ -20,6 +20,9 @@ from array import array
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+if TYPE_CHECKING:
+    from usenet_indexer.indexing.fragment import FileFragment
+
 PURE_ENV = "USENET_INDEXER_PURE"
 
 
@@ -46,8 +49,8 @@ class Speedups(Protocol):
     def chunk_is_clean(self, chunk: bytes, /) -> bool: ...
 
     def segment_files(
-        self, data: bytes, max_text: int, max_id: int, /
-    ) -> list[tuple[str, int, int, array[int], array[int], array[int], bytes]]: ...
+        self, data: bytes, max_text: int, max_id: int, file_type: type[FileFragment], /
+    ) -> list[FileFragment]: ...
 
 
 if TYPE_CHECKING:  # the extension's stub must give what the protocol asks

@@ -36,6 +36,10 @@ it always has.
 
 static PyObject *s_segs, *s_mids, *s_ts, *s_poster, *s_last, *s_last_date;
 static PyObject *array_type; /* array.array */
+/* FileFragment's fields, in its order (fragment.py) */
+static PyObject *file_fields[7];
+static const char *const file_field_names[7] = {"name", "index", "parts_total", "parts", "sizes", "articles",
+                                                "message_ids"};
 
 /* ---- small readers ------------------------------------------------------------------------------ */
 
@@ -809,8 +813,8 @@ done:
 /* ---- the segment blob (merge.py) ---------------------------------------------------------------- */
 
 PyDoc_STRVAR(segment_files_doc,
-             "segment_files(data, max_text, max_id, /) -> [(name, index, parts_total, parts, sizes, articles, "
-             "message_ids), ...]\n\n"
+             "segment_files(data, max_text, max_id, file_type, /) -> [file_type(name, index, parts_total, parts, "
+             "sizes, articles, message_ids), ...]\n\n"
              "merge.parse_segments and fragment.check_file in one pass over an inflated segment blob (a "
              "little-endian host only): the files, or ValueError saying what is wrong. A batch's blobs come "
              "from other machines; checking their columns in Python was most of the coordinator's work.");
@@ -828,7 +832,8 @@ segment_files(PyObject *module, PyObject *args)
 {
     Py_buffer buf;
     Py_ssize_t max_text, max_id;
-    if (!PyArg_ParseTuple(args, "y*nn:segment_files", &buf, &max_text, &max_id))
+    PyTypeObject *file_type;
+    if (!PyArg_ParseTuple(args, "y*nnO!:segment_files", &buf, &max_text, &max_id, &PyType_Type, &file_type))
         return NULL;
     const char *data = buf.buf, *end = data + buf.len, *p = data;
     PyObject *files = PyList_New(0);
@@ -923,25 +928,28 @@ segment_files(PyObject *module, PyObject *args)
             PyErr_Format(PyExc_ValueError, "file %u: message-ids are not UTF-8", f);
             goto fail;
         }
-        PyObject *item = Py_BuildValue("(s#LL)", name, (Py_ssize_t)name_len, (long long)index,
-                                       (long long)parts_total);
-        if (item == NULL)
-            goto fail;
-        PyObject *columns_[3] = {NULL, NULL, NULL};
+        PyObject *values[7] = {
+            PyUnicode_DecodeUTF8(name, name_len, NULL), PyLong_FromLongLong(index),
+            PyLong_FromLongLong(parts_total), NULL, NULL, NULL, PyBytes_FromStringAndSize(ids, ids_len)};
         for (int c = 0; c < 3; c++) {
             PyObject *raw = PyBytes_FromStringAndSize(cols + 8 * n * c, 8 * n);
-            columns_[c] = raw ? PyObject_CallFunction(array_type, "sO", "q", raw) : NULL;
+            values[3 + c] = raw ? PyObject_CallFunction(array_type, "sO", "q", raw) : NULL;
             Py_XDECREF(raw);
         }
-        PyObject *id_bytes = PyBytes_FromStringAndSize(ids, ids_len);
+        /* The FileFragment itself, its slots set as its dataclass __init__ would (object.__setattr__):
+           building it in Python from a tuple was as long as all of this function's checks. */
         PyObject *file = NULL;
-        if (columns_[0] && columns_[1] && columns_[2] && id_bytes)
-            file = PyTuple_Pack(7, PyTuple_GET_ITEM(item, 0), PyTuple_GET_ITEM(item, 1), PyTuple_GET_ITEM(item, 2),
-                                columns_[0], columns_[1], columns_[2], id_bytes);
-        Py_DECREF(item);
-        for (int c = 0; c < 3; c++)
-            Py_XDECREF(columns_[c]);
-        Py_XDECREF(id_bytes);
+        int ok = 1;
+        for (int k = 0; k < 7; k++)
+            ok &= values[k] != NULL;
+        if (ok)
+            file = file_type->tp_alloc(file_type, 0);
+        for (int k = 0; k < 7 && file != NULL; k++) {
+            if (PyObject_GenericSetAttr(file, file_fields[k], values[k]) < 0)
+                Py_CLEAR(file);
+        }
+        for (int k = 0; k < 7; k++)
+            Py_XDECREF(values[k]);
         if (file == NULL || PyList_Append(files, file) < 0) {
             Py_XDECREF(file);
             goto fail;
@@ -983,6 +991,8 @@ exec_module(PyObject *module)
     INTERN(s_poster, "poster");
     INTERN(s_last, "last");
     INTERN(s_last_date, "last_date");
+    for (int k = 0; k < 7; k++)
+        INTERN(file_fields[k], file_field_names[k]);
 #undef INTERN
     if (array_type == NULL) {
         PyObject *array = PyImport_ImportModule("array");

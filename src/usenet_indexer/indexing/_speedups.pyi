@@ -4,6 +4,8 @@ from array import array
 from collections.abc import Callable
 from typing import Any
 
+from usenet_indexer.indexing.fragment import FileFragment
+
 MAX_FIELDS: int
 
 def scan(
@@ -20,5 +22,5 @@ def columns(
     segs: bytearray | bytes | array[int], mids: bytearray | bytes, parts_total: int, /
 ) -> tuple[array[int], array[int], array[int], bytes] | None: ...
 def segment_files(
-    data: bytes, max_text: int, max_id: int, /
-) -> list[tuple[str, int, int, array[int], array[int], array[int], bytes]]: ...
+    data: bytes, max_text: int, max_id: int, file_type: type[FileFragment], /
+) -> list[FileFragment]: ...

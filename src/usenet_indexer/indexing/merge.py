@@ -249,7 +249,7 @@ def checked_segments(data: bytes) -> tuple[FileFragment, ...]:
     native = _native.speedups
     if native is not None and sys.byteorder == "little":
         try:
-            return tuple(FileFragment(*file) for file in native.segment_files(data, MAX_TEXT, MAX_MESSAGE_ID))
+            return tuple(native.segment_files(data, MAX_TEXT, MAX_MESSAGE_ID, FileFragment))
         except ValueError as error:
             raise SegmentBlobError(f"segment blob: {error}") from None
     try:
