@@ -969,6 +969,37 @@ fail:
     return NULL;
 }
 
+/* ---- NNTP replies (nntp/_readers.py) ------------------------------------------------------------ */
+
+PyDoc_STRVAR(line_scan_doc,
+             "line_scan(data, /) -> (newlines, first_line_dot)\n\n"
+             "The number of LF bytes in data, and where the first LF followed by '.' is (-1 when none): what "
+             "the NNTP reader asks of every block of a multi-line reply. bytes.count(b'\\n') and a regex for "
+             "b'\\n.' took 0.25 µs an overview line between them, a third of the client's CPU (bench/fetch.py).");
+
+static PyObject *
+line_scan(PyObject *module, PyObject *arg)
+{
+    Py_buffer buf;
+    if (PyObject_GetBuffer(arg, &buf, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const char *data = buf.buf, *end = data + buf.len, *p = data;
+    Py_ssize_t newlines = 0, dot = -1;
+    Py_BEGIN_ALLOW_THREADS
+    while (p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        if (eol == NULL)
+            break;
+        newlines++;
+        if (dot < 0 && eol + 1 < end && eol[1] == '.')
+            dot = eol - data;
+        p = eol + 1;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&buf);
+    return Py_BuildValue("(nn)", newlines, dot);
+}
+
 /* ---- the module --------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -976,6 +1007,7 @@ static PyMethodDef methods[] = {
     {"chunk_is_clean", chunk_is_clean, METH_O, chunk_is_clean_doc},
     {"columns", columns, METH_VARARGS, columns_doc},
     {"segment_files", segment_files, METH_VARARGS, segment_files_doc},
+    {"line_scan", line_scan, METH_O, line_scan_doc},
     {NULL, NULL, 0, NULL},
 };
 

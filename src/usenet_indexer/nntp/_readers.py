@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import re
 import zlib
+from collections.abc import Callable
 
 from usenet_indexer import compression as _inflate
+from usenet_indexer.indexing import _native
 from usenet_indexer.nntp._events import Data, Encoding, EndOfData
 from usenet_indexer.nntp.errors import (
     CompressedReplyCorrupt,
@@ -23,7 +25,16 @@ from usenet_indexer.nntp.errors import (
 )
 from usenet_indexer.nntp.yenc import YEncCRCError, YEncError, YEncStreamDecoder
 
-__all__ = ["PIECE", "BodyReader", "DotReader", "PlainBody", "XzverBody", "ZlibBody"]
+__all__ = [
+    "PIECE",
+    "BodyReader",
+    "DotReader",
+    "PlainBody",
+    "XzverBody",
+    "ZlibBody",
+    "count_lines",
+    "line_scan",
+]
 
 # A line longer than this leaves the reader in pieces (a 1 MB overview line must pass through
 # without the reader waiting for the whole of it).
@@ -39,6 +50,23 @@ _LF = 0x0A
 # bytes.find(b"\n.") skips only ~3 bytes per step over overview text full of dots (subjects,
 # message-ids): 0.2 µs per overview line, a third of the plain reader's time; the regex takes 0.075.
 _LINE_DOT = re.compile(rb"\n\.")
+
+
+def _line_scan(data: bytes) -> tuple[int, int]:
+    found = _LINE_DOT.search(data)
+    return data.count(b"\n"), -1 if found is None else found.start()
+
+
+# (LF bytes in ``data``, where its first "\n." is or -1): one memchr per line in the C accelerator,
+# where bytes.count and the regex took 0.25 µs an overview line between them (bench/fetch.py).
+line_scan: Callable[[bytes], tuple[int, int]] = (
+    _native.speedups.line_scan if _native.speedups is not None else _line_scan
+)
+
+
+def count_lines(data: bytes) -> int:
+    """LF bytes in ``data``."""
+    return line_scan(data)[0]
 
 
 class DotReader:
@@ -94,10 +122,9 @@ class DotReader:
         self.at_line_start = True
         # One scan for "\n." finds both the terminator and stuffed dots; overview lines start with
         # a digit, so the common case is one miss over the block and nothing else to do.
-        found = _LINE_DOT.search(block)
-        if found is None:
+        dot = line_scan(block)[1]
+        if dot < 0:
             return block
-        dot = found.start()
         end = block.find(b"\n.\r\n", dot)
         if end < 0:
             return block.replace(b"\n.", b"\n")

@@ -35,6 +35,7 @@ from usenet_indexer.nntp._events import (
     NeedData,
     Response,
 )
+from usenet_indexer.nntp._readers import count_lines
 from usenet_indexer.nntp._transport import ReadQueue
 from usenet_indexer.nntp.errors import (
     CompressedReplyCorrupt,
@@ -564,7 +565,7 @@ class NNTPClient:
         try:
             async for event in self._overview_events(first, last, compress):
                 plain_size += len(event.data)
-                lines += event.data.count(b"\n")
+                lines += count_lines(event.data)
                 if event.compressed:
                     compressed.append(event.compressed)
                 else:

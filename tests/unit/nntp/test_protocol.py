@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from usenet_indexer.indexing import _native
 from usenet_indexer.nntp import (
     NEED_DATA,
     AccessDenied,
@@ -31,6 +32,7 @@ from usenet_indexer.nntp import (
     ServiceDiscontinued,
     TooManyConnections,
     UnknownCommand,
+    _readers,
     commands,
     error_for_reply,
     yenc,
@@ -123,9 +125,34 @@ _BODY_LINES = st.lists(
 )
 
 
-@settings(max_examples=300)
+@pytest.fixture(params=["native", "pure"])
+def line_scan_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The dot reader on the C accelerator's line_scan and on its Python twin."""
+    if request.param == "native":
+        if _native.speedups is None:
+            pytest.skip("the C extension is not built")
+        monkeypatch.setattr(_readers, "line_scan", _native.speedups.line_scan)
+    else:
+        monkeypatch.setattr(_readers, "line_scan", _readers._line_scan)
+    return str(request.param)
+
+
+@settings(max_examples=500)
+@given(
+    st.binary(max_size=200).map(lambda b: b.translate(bytes([(0x0A, 0x2E, 0x41)[i % 3] for i in range(256)])))
+)
+def test_line_scan_native_and_pure_agree(data: bytes) -> None:
+    if _native.speedups is None:
+        pytest.skip("the C extension is not built")
+    assert _native.speedups.line_scan(data) == _readers._line_scan(data)
+    assert _native.speedups.line_scan(bytearray(data)) == _readers._line_scan(data)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(_BODY_LINES, st.lists(st.integers(min_value=0, max_value=2_000), max_size=12))
-def test_dot_stuffed_bodies_any_split(lines: list[tuple[bytes, bytes]], cuts: list[int]) -> None:
+def test_dot_stuffed_bodies_any_split(
+    line_scan_path: str, lines: list[tuple[bytes, bytes]], cuts: list[int]
+) -> None:
     # Whatever the lines (dot first, dots only, ".\r" without LF, bare LF ends), the body comes back
     # exactly as it was before stuffing, and the reply after it is read as a status line.
     body = b"".join(text + end for text, end in lines)
