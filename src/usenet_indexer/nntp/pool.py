@@ -24,6 +24,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
+from usenet_indexer.logs import get_logger
 from usenet_indexer.nntp.client import Compression, GroupInfo, NNTPClient, OverviewChunk
 from usenet_indexer.nntp.errors import (
     ArticleNotFound,
@@ -39,6 +40,8 @@ T = TypeVar("T")
 
 # Errors after which the connection is gone (or cannot be trusted) but the command may succeed on a
 # new one. A corrupt compressed reply is not among them: the caller's corrupt path decides.
+log = get_logger(__name__)
+
 _RETRYABLE = (NNTPConnectionError, NNTPTimeout, NNTPProtocolError)
 
 
@@ -168,6 +171,7 @@ class _Server:
             self.limit = max(1, self._open)
             self._backoff_until = time.monotonic() + self._delay()
             self._cond.notify_all()
+            self._log_limit()
             if self._open == 0 and self._refusals_in_a_row > self._max_refusals:
                 raise TooManyConnections(
                     502,
@@ -206,6 +210,15 @@ class _Server:
             self.stats.refused_too_many += 1
             self.limit = max(1, self._open)
             self._backoff_until = max(self._backoff_until, time.monotonic() + self._delay())
+            self._log_limit()
+
+    def _log_limit(self) -> None:
+        log.warning(
+            "nntp.too_many_connections",
+            server=self.settings.name,
+            limit=self.limit,
+            action="kept to this many connections; backing off before the next",
+        )
 
     async def close(self) -> None:
         async with self._cond:
@@ -215,6 +228,16 @@ class _Server:
         for client in idle:
             await client.close()
             self._open -= 1
+
+
+def _log_retry(event: str, server: str, error: BaseException, attempt: int, retries: int) -> None:
+    log.warning(
+        event,
+        server=server,
+        error=f"{type(error).__name__}: {error}",
+        attempt=attempt,
+        action="retrying after a pause" if attempt <= retries else f"given up after {retries} retries",
+    )
 
 
 class NNTPPool:
@@ -266,12 +289,14 @@ class NNTPPool:
 
     async def _run(self, server: _Server, operation: Callable[[NNTPClient], Awaitable[T]]) -> T:
         attempt = 0
+        name = server.settings.name
         while True:
             try:
                 client = await server.acquire()
-            except _RETRYABLE:
+            except _RETRYABLE as error:
                 # Could not connect (refused, reset, timed out, garbage greeting): back off, retry.
                 attempt += 1
+                _log_retry("nntp.connect_failed", name, error, attempt, self.retries)
                 if attempt > self.retries:
                     raise
                 server.stats.retries += 1
@@ -279,9 +304,12 @@ class NNTPPool:
                 continue
             try:
                 result = await operation(client)
-            except _RETRYABLE:
+            except _RETRYABLE as error:
+                # Retried whole on a new connection: a provider dropping connections would otherwise be
+                # seen only as a slower fetch.
                 await server.dropped(client)
                 attempt += 1
+                _log_retry("nntp.connection_dropped", name, error, attempt, self.retries)
                 if attempt > self.retries:
                     raise
                 server.stats.retries += 1
@@ -345,10 +373,11 @@ class NNTPPool:
                         next_first = number + 1
                 outcome = "healthy"
                 next_first = last + 1
-            except _RETRYABLE:
+            except _RETRYABLE as error:
                 outcome = "dropped"
                 await server.dropped(client)
                 attempt += 1
+                _log_retry("nntp.connection_dropped", server.settings.name, error, attempt, self.retries)
                 if attempt > self.retries:
                     raise
                 server.stats.retries += 1

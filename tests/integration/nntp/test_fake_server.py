@@ -7,6 +7,7 @@ import asyncio
 import zlib
 
 import pytest
+from structlog.testing import capture_logs
 
 from tests.support.fake_nntp import FakeNNTPServer, Script, fill_group
 from usenet_indexer.nntp import (
@@ -110,26 +111,38 @@ def _settings_pool(server: FakeNNTPServer, **kwargs: object) -> NNTPPool:
 async def test_dropped_connection_mid_reply_is_retried_nothing_lost_nothing_twice() -> None:
     async with FakeNNTPServer(Script(drop_mid_reply=2)) as server:
         lines = fill_group(server, GROUP, 1, 5000)
-        async with _settings_pool(server, compression="none") as pool:
-            pieces = [piece async for piece in pool.over(GROUP, 1, 5000)]
-            chunk = await pool.over_chunk(GROUP, 1, 5000)
-            stats = pool.stats()
+        with capture_logs() as logged:
+            async with _settings_pool(server, compression="none") as pool:
+                pieces = [piece async for piece in pool.over(GROUP, 1, 5000)]
+                chunk = await pool.over_chunk(GROUP, 1, 5000)
+                stats = pool.stats()
     got = b"".join(pieces).split(b"\r\n")[:-1]
     assert got == lines  # in order, each exactly once
     assert chunk.data.split(b"\r\n")[:-1] == lines
     assert stats.dropped == 2
     assert stats.retries == 2
+    # Each drop is in the log with the server and the error, not only in the pool's counters.
+    drops = [e for e in logged if e["event"] == "nntp.connection_dropped"]
+    assert len(drops) == 2
+    assert all(e["server"] == f"127.0.0.1:{server.port}" and e["log_level"] == "warning" for e in drops)
+    assert all(e["error"] and e["action"] == "retrying after a pause" for e in drops)
 
 
 async def test_too_many_connections_backs_off_and_stays_within_the_limit() -> None:
     async with FakeNNTPServer(Script(max_connections=3, reply_delay=0.02)) as server:
         lines = fill_group(server, GROUP, 1, 4000)
-        async with NNTPPool(
-            [_settings(server, connections=8, compression="none")], backoff_initial=0.01, backoff_max=0.1
-        ) as pool:
-            chunks = await asyncio.gather(*(pool.over_chunk(GROUP, n, n + 99) for n in range(1, 4001, 100)))
-            refused = pool.stats().refused_too_many
-            limit = pool.limit()
+        with capture_logs() as logged:
+            async with NNTPPool(
+                [_settings(server, connections=8, compression="none")], backoff_initial=0.01, backoff_max=0.1
+            ) as pool:
+                chunks = await asyncio.gather(
+                    *(pool.over_chunk(GROUP, n, n + 99) for n in range(1, 4001, 100))
+                )
+                refused = pool.stats().refused_too_many
+                limit = pool.limit()
+    limits = [e["limit"] for e in logged if e["event"] == "nntp.too_many_connections"]
+    # Each refusal is logged with the limit the pool then keeps to, coming down to what was accepted.
+    assert len(limits) == refused and limits[-1] == limit and all(n >= 1 for n in limits)
     assert b"".join(c.data for c in chunks).split(b"\r\n")[:-1] == lines
     assert server.peak_connections <= 3
     assert refused >= 1
