@@ -17,7 +17,7 @@ import importlib
 import logging
 import os
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -49,6 +49,8 @@ class Speedups(Protocol):
     def chunk_is_clean(self, chunk: bytes, /) -> bool: ...
 
     def line_scan(self, data: bytes, /) -> tuple[int, int]: ...
+
+    def segment_blob(self, files: Sequence[FileFragment], /) -> bytes: ...
 
     def segment_files(
         self, data: bytes, max_text: int, max_id: int, file_type: type[FileFragment], /

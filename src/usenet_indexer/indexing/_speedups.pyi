@@ -1,7 +1,7 @@
 """Types of the C accelerator (_speedups.c); the Python twins are in indexer.py and overview.py."""
 
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from usenet_indexer.indexing.fragment import FileFragment
@@ -19,6 +19,7 @@ def scan(
 ) -> tuple[int, int]: ...
 def chunk_is_clean(chunk: bytes, /) -> bool: ...
 def line_scan(data: bytes, /) -> tuple[int, int]: ...
+def segment_blob(files: Sequence[FileFragment], /) -> bytes: ...
 def columns(
     segs: bytearray | bytes | array[int], mids: bytearray | bytes, parts_total: int, /
 ) -> tuple[array[int], array[int], array[int], bytes] | None: ...

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from usenet_indexer.indexing import _native, sample
 from usenet_indexer.indexing.fragment import Batch, FileFragment, int_array
 from usenet_indexer.indexing.indexer import IndexerError, RangeIndexer, _FileAcc, _FileInfo, _ReleaseInfo
-from usenet_indexer.indexing.merge import SegmentBlobError, checked_segments, pack_segments
+from usenet_indexer.indexing.merge import SegmentBlobError, checked_segments, pack_segments, segment_blob
 from usenet_indexer.indexing.naming import FileKind
 from usenet_indexer.indexing.overview import OverviewFormat, chunk_is_clean, split_lines
 from usenet_indexer.indexing.rules import default_rules
@@ -544,3 +544,44 @@ def test_checked_segments_agree_on_damaged_blobs(files: list[FileFragment], data
             del raw[data.draw(st.integers(0, len(raw))) :]
     native, pure = checked_both_ways(bytes(raw), pytest.MonkeyPatch())
     assert native == pure
+
+
+# ---- packed segment blobs (merge.segment_blob) ----------------------------------------------------
+
+
+def blob_both_ways(files: list[FileFragment]) -> tuple[object, object]:
+    results: list[object] = []
+    for path in ("native", "pure"):
+        with pytest.MonkeyPatch().context() as patch:
+            if path == "pure":
+                patch.setattr(_native, "speedups", None)
+            try:
+                results.append(segment_blob(files))
+            except (ValueError, OverflowError, struct.error):
+                results.append("refused")
+    return results[0], results[1]
+
+
+@needs_native
+@PROPS
+@given(loose_files())
+def test_segment_blob_native_and_pure_write_the_same_bytes(files: list[FileFragment]) -> None:
+    native, pure = blob_both_ways(files)
+    assert native == pure
+
+
+@needs_native
+def test_segment_blob_refuses_a_name_past_the_limit_and_takes_lists_through_python() -> None:
+    long_name = FileFragment("x" * 0x10000, 1, 1, int_array([1]), int_array([10]), int_array([5]), b"a@b")
+    with pytest.raises(ValueError, match="65536 bytes cannot be packed"):
+        segment_blob([long_name])
+    with pytest.MonkeyPatch().context() as patch:
+        patch.setattr(_native, "speedups", None)
+        with pytest.raises(ValueError, match="65536 bytes cannot be packed"):
+            segment_blob([long_name])
+    # A column that is a list, not an int64 array: the Python path converts it, same bytes.
+    listed = FileFragment("f.rar", 1, 2, [1, 2], [10, 20], [5, 6], b"a@b\nc@d")  # type: ignore[arg-type]
+    arrays = FileFragment(
+        "f.rar", 1, 2, int_array([1, 2]), int_array([10, 20]), int_array([5, 6]), b"a@b\nc@d"
+    )
+    assert segment_blob([listed]) == segment_blob([arrays])
