@@ -3,7 +3,9 @@ PostgreSQL — against the indexer alone on the same chunks, in the same run; an
 processes against one.
 
 Targets: end to end >= 0.85 x the indexer alone; --processes 2 >= 1.5 x one process (2 cores). The
-coordinator runs beside the workers on the same machine, storing their batches.
+coordinator runs beside the workers on the same machine, storing their batches. Each end-to-end
+figure is the fastest of ``--rounds`` runs (2), each on fresh data: single runs swung 0.41-0.62 on a
+shared machine.
 """
 
 from __future__ import annotations
@@ -97,6 +99,7 @@ def cpu_split(coordinator: int, worker: int, seen: dict[int, float]) -> dict[str
 def end_to_end(releases: int, processes: int, workdir: Path) -> tuple[float, int, dict[str, float]]:
     """Seconds for ``processes`` worker processes to index every range through the coordinator, and
     the CPU µs per header each part spent from the first lease to the last range done."""
+    workdir.mkdir(parents=True, exist_ok=True)
     with postgres_database() as url:
         data = workdir / f"data-{processes}"
         services, articles = prepare(url, data, releases)
@@ -163,6 +166,12 @@ def end_to_end(releases: int, processes: int, workdir: Path) -> tuple[float, int
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=2,
+        help="best of N runs per figure (one run swung 0.41-0.62 on a shared machine)",
+    )
     args = parser.parse_args()
     releases = 3_000 if args.quick else 6_000  # quick: ~350,000 articles, 10 ranges; fewer measure start-up
     with tempfile.TemporaryDirectory(prefix="uibench-stream") as folder:
@@ -173,8 +182,16 @@ def main() -> None:
                 alone = min(indexer_alone(services) for _ in range(2))
             finally:
                 services.close()
-        one, _, cpu_one = end_to_end(releases, 1, workdir)
-        two, _, cpu_two = end_to_end(releases, 2, workdir)
+        # Each round on fresh data and a fresh database; the fastest run of each is kept (with its CPU
+        # split), as the indexer alone is the faster of its two passes.
+        one, _, cpu_one = min(
+            (end_to_end(releases, 1, workdir / f"one-{r}") for r in range(args.rounds)),
+            key=lambda run: run[0],
+        )
+        two, _, cpu_two = min(
+            (end_to_end(releases, 2, workdir / f"two-{r}") for r in range(args.rounds)),
+            key=lambda run: run[0],
+        )
     result = {
         "articles": articles,
         "indexer_headers_per_s": round(articles / alone),
@@ -183,6 +200,7 @@ def main() -> None:
         "e2e_vs_indexer": round(alone / one, 3),
         "two_procs_vs_one": round(one / two, 3),
         "indexer_us_per_header": round(alone * 1e6 / articles, 2),
+        "rounds": args.rounds,
         "cpu_us_per_header_one": cpu_one,
         "cpu_us_per_header_two": cpu_two,
     }
