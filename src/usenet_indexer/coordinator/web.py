@@ -173,15 +173,28 @@ class Web:
                 tx.execute("session_delete", {"token_hash": _hash(token)})
 
 
+class FormRefused(Exception):
+    """A form body that cannot be read: its status (413 too large, 400 unreadable) and why."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
 async def read_form(request: Request) -> dict[str, str]:
-    """A url-encoded or multipart form as strings (first value of each field), capped in size."""
+    """A url-encoded or multipart form as strings (first value of each field), capped in size;
+    FormRefused when it is too large or cannot be parsed. (Both were an empty form, which the CSRF
+    check then refused as "invalid form token": the wrong reason.)"""
     length = request.headers.get("content-length")
-    if length and (not length.isdigit() or int(length) > MAX_FORM_BYTES):
-        return {}
+    if length and not length.isdigit():
+        raise FormRefused(400, f"Content-Length is not a number: {length[:40]!r}")
+    if length and int(length) > MAX_FORM_BYTES:
+        raise FormRefused(413, f"the form is {int(length):,} bytes; at most {MAX_FORM_BYTES:,} are read")
     try:
         form = await request.form(max_files=0, max_fields=100)
-    except Exception:  # a malformed body is an empty form, never a 500
-        return {}
+    except Exception as error:  # a malformed body is a 400 with the parser's reason, never a 500
+        raise FormRefused(400, f"the form could not be read: {error}") from None
     return {key: value for key, value in form.multi_items() if isinstance(value, str)}
 
 
@@ -299,8 +312,18 @@ def web_router(services: Services) -> APIRouter:
 
     @router.post("/admin/login")
     async def login(request: Request) -> Response:
-        form = await read_form(request)
         cookie = request.cookies.get(LOGIN_COOKIE, "")
+        try:
+            form = await read_form(request)
+        except FormRefused as refusal:
+            return web.render(
+                request,
+                "login.html",
+                status=refusal.status,
+                login_csrf=cookie,
+                configured=True,
+                error=f"Refused: {refusal.reason}.",
+            )
         sent = form.get("csrf", "")
         if not cookie or not hmac.compare_digest(cookie.encode(), sent.encode()):
             return web.render(
@@ -336,7 +359,11 @@ def web_router(services: Services) -> APIRouter:
         session = await blocking(web.session, request)
         if session is None:
             return RedirectResponse("/admin/login", status_code=303)
-        form = await read_form(request)
+        try:
+            form = await read_form(request)
+        except FormRefused as refusal:
+            reason = f"Refused: {refusal.reason}."
+            return web.render(request, "refused.html", status=refusal.status, error=reason)
         if not hmac.compare_digest(str(session["csrf"]).encode(), form.get("csrf", "").encode()):
             return web.render(request, "missing.html", status=403, what="valid form token (reload the page)")
         if any("\x00" in key or "\x00" in value for key, value in form.items()):

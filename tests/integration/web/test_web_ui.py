@@ -13,7 +13,7 @@ from tests.integration.web.conftest import ADMIN_PASSWORD, GROUP
 from tests.support.store import query
 from usenet_indexer.cli import app as cli_app
 from usenet_indexer.coordinator.services import Services
-from usenet_indexer.coordinator.web import ago, human_bytes, human_number
+from usenet_indexer.coordinator.web import MAX_FORM_BYTES, ago, human_bytes, human_number
 
 
 def csrf_of(html: str) -> str:
@@ -175,3 +175,30 @@ def query_hashes(database_url: str) -> list[str]:
         return [r["api_key_hash"] for r in query(db, "SELECT api_key_hash FROM users")]
     finally:
         db.close()
+
+
+def test_an_oversized_or_unreadable_form_is_refused_with_its_reason(client: TestClient) -> None:
+    # Both were read as an empty form, refused as "invalid form token": the wrong reason.
+    csrf = log_in(client)
+    big = client.post(
+        "/admin/groups", data={"action": "add", "name": "x" * (MAX_FORM_BYTES + 1), "csrf": csrf}
+    )
+    assert big.status_code == 413
+    assert f"at most {MAX_FORM_BYTES:,} are read" in big.text
+    broken = client.post(
+        "/admin/groups",
+        content=b"--b\r\nContent-Type: text/plain\r\n\r\nno name\r\n--b--\r\n",
+        headers={"Content-Type": "multipart/form-data; boundary=b"},
+    )
+    assert broken.status_code == 400
+    assert "the form could not be read" in broken.text
+    page = client.get("/admin/login")
+    login = client.post(
+        "/admin/login", data={"csrf": csrf_of(page.text), "password": "p" * (MAX_FORM_BYTES + 1)}
+    )
+    assert login.status_code == 413
+    assert "at most" in login.text
+    # Nothing was added, and the session still works.
+    added = client.post("/admin/groups", data={"action": "add", "name": "alt.binaries.ok", "csrf": csrf})
+    assert added.status_code == 200 and "alt.binaries.ok" in added.text
+    assert "x" * 100 not in added.text
