@@ -68,11 +68,14 @@ def zlib_compress(data: bytes | bytearray | memoryview, level: int) -> bytes:
     return zlib.compress(data, level)
 
 
+_KIND = {15: "zlib", 31: "gzip", -15: "deflate", 47: "zlib or gzip"}
+
+
 class InflateError(ValueError):
     """Bytes from another machine that are not one whole stream within the cap; callers say whose."""
 
 
-def inflate_whole(data: bytes, max_inflated: int, wbits: int = 15) -> bytes:
+def inflate_whole(data: bytes | memoryview, max_inflated: int, wbits: int = 15) -> bytes:
     """``data`` inflated: exactly one whole stream, refused past ``max_inflated`` bytes (checked while
     inflating, so a bomb costs at most the cap), cut short, or followed by other bytes."""
     inflater = decompressobj(wbits)
@@ -82,8 +85,9 @@ def inflate_whole(data: bytes, max_inflated: int, wbits: int = 15) -> bytes:
             raise InflateError(f"inflates past the {max_inflated}-byte cap; refused without reading it all")
     except ERRORS as error:
         raise InflateError(f"does not inflate: {error}") from None
+    kind = _KIND.get(wbits, "compressed")
     if not inflater.eof:
-        raise InflateError("is a truncated zlib stream")
+        raise InflateError(f"is a truncated {kind} stream")
     if inflater.unused_data:
-        raise InflateError(f"has {len(inflater.unused_data)} bytes after its zlib stream")
+        raise InflateError(f"has {len(inflater.unused_data)} bytes after its {kind} stream")
     return out

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import gzip
 import json
-import zlib
 from typing import Any
 
+from usenet_indexer.compression import InflateError, inflate_whole
 from usenet_indexer.indexing.fragment import (
     Batch,
     FormatError,
@@ -104,15 +104,13 @@ class Window:
     @classmethod
     def restore(cls, data: bytes, max_inflated: int = MAX_SNAPSHOT_INFLATED) -> Window:
         """The window a snapshot holds; WindowError (saying what is wrong) when it is not one."""
+        if not data.startswith(b"\x1f\x8b"):
+            # ISA-L reads a few bytes of garbage as the start of a header and calls it truncated.
+            raise WindowError("window snapshot is not gzip (no gzip header)")
         try:
-            inflater = zlib.decompressobj(wbits=31)
-            text = inflater.decompress(data, max_inflated)
-            if inflater.unconsumed_tail:
-                raise WindowError(f"window snapshot inflates past {max_inflated} bytes")
-            if not inflater.eof:
-                raise WindowError("window snapshot is truncated")
-        except zlib.error as error:
-            raise WindowError(f"window snapshot is not gzip: {error}") from None
+            text = inflate_whole(data, max_inflated, wbits=31)
+        except InflateError as error:
+            raise WindowError(f"window snapshot {error}") from None
         try:
             state = json.loads(text)
         except (ValueError, UnicodeDecodeError) as error:

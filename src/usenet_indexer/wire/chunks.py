@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 
-from usenet_indexer.compression import ERRORS, decompressobj, zlib_compress
+from usenet_indexer.compression import InflateError, inflate_whole, zlib_compress
 
 MAGIC = b"UIC"
 HEADER = len(MAGIC) + 1
@@ -59,15 +59,10 @@ def chunk_format(data: bytes) -> ChunkFormat:
 
 
 def inflate_chunk(data: bytes | memoryview, max_size: int = DEFAULT_MAX_INFLATED) -> bytes:
-    """The chunk's overview bytes; ChunkError when it is not whole and sound."""
+    """The chunk's overview bytes; ChunkError when it is not whole and sound (cut short, past
+    ``max_size``, or with bytes after its stream). ISA-L when installed: 2.4 times zlib's speed."""
     fmt = chunk_format(bytes(data[:HEADER]))
-    inflater = decompressobj(_WBITS[fmt])  # ISA-L when installed: 2.4 times zlib's speed
     try:
-        out = inflater.decompress(memoryview(data)[HEADER:], max_size)
-    except ERRORS as error:
-        raise ChunkError(f"chunk does not inflate ({fmt.name.lower()}): {error}") from None
-    if inflater.unconsumed_tail:
-        raise ChunkError(f"chunk inflates to more than {max_size} bytes")
-    if not inflater.eof:
-        raise ChunkError(f"chunk is cut short ({fmt.name.lower()} stream has no end)")
-    return out
+        return inflate_whole(memoryview(data)[HEADER:], max_size, _WBITS[fmt])
+    except InflateError as error:
+        raise ChunkError(f"chunk ({fmt.name.lower()}) {error}") from None

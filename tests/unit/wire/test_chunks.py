@@ -62,7 +62,7 @@ def test_not_a_chunk_and_a_bomb_are_refused() -> None:
         inflate_chunk(zlib.compress(OVERVIEW))
     with pytest.raises(ChunkError, match="unknown chunk format"):
         inflate_chunk(b"UIC\x09" + zlib.compress(OVERVIEW))
-    with pytest.raises(ChunkError, match="more than 1000 bytes"):
+    with pytest.raises(ChunkError, match="past the 1000-byte cap"):
         inflate_chunk(deflate_plain(b"\0" * 10_000_000), max_size=1000)
 
 
