@@ -78,6 +78,9 @@ class InflateError(ValueError):
 def inflate_whole(data: bytes | memoryview, max_inflated: int, wbits: int = 15) -> bytes:
     """``data`` inflated: exactly one whole stream, refused past ``max_inflated`` bytes (checked while
     inflating, so a bomb costs at most the cap), cut short, or followed by other bytes."""
+    if wbits == 31 and bytes(data[:2]) != b"\x1f\x8b":
+        # ISA-L reads a few bytes of garbage as the start of a gzip header and calls them truncated.
+        raise InflateError("is not gzip (no gzip header)")
     inflater = decompressobj(wbits)
     try:
         out = inflater.decompress(data, max_inflated)
