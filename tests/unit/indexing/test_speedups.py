@@ -18,6 +18,7 @@ import sysconfig
 import zlib
 from array import array
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -508,26 +509,30 @@ def loose_files(draw: st.DrawFn) -> list[FileFragment]:
     return files
 
 
-def checked_both_ways(data: bytes, monkeypatch: pytest.MonkeyPatch) -> tuple[object, object]:
-    results = []
+def both_ways(call: Callable[[], object], refusals: tuple[type[Exception], ...]) -> tuple[object, object]:
+    """``call()`` on the C accelerator, then on the pure path: its result, or "refused"."""
+    results: list[object] = []
     for path in ("native", "pure"):
-        with monkeypatch.context() as patch:
+        with pytest.MonkeyPatch().context() as patch:
             if path == "pure":
                 patch.setattr(_native, "speedups", None)
             try:
-                results.append(checked_segments(data))
-            except SegmentBlobError:
+                results.append(call())
+            except refusals:
                 results.append("refused")
     return results[0], results[1]
+
+
+def checked_both_ways(data: bytes) -> tuple[object, object]:
+    return both_ways(lambda: checked_segments(data), (SegmentBlobError,))
 
 
 @needs_native
 @PROPS
 @given(loose_files())
 def test_checked_segments_native_and_pure_agree(files: list[FileFragment]) -> None:
-    monkeypatch = pytest.MonkeyPatch()
     data = zlib.decompress(pack_segments(files))
-    native, pure = checked_both_ways(data, monkeypatch)
+    native, pure = checked_both_ways(data)
     event("refused" if pure == "refused" else "accepted")
     assert native == pure
 
@@ -542,7 +547,7 @@ def test_checked_segments_agree_on_damaged_blobs(files: list[FileFragment], data
             raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
         else:
             del raw[data.draw(st.integers(0, len(raw))) :]
-    native, pure = checked_both_ways(bytes(raw), pytest.MonkeyPatch())
+    native, pure = checked_both_ways(bytes(raw))
     assert native == pure
 
 
@@ -550,16 +555,7 @@ def test_checked_segments_agree_on_damaged_blobs(files: list[FileFragment], data
 
 
 def blob_both_ways(files: list[FileFragment]) -> tuple[object, object]:
-    results: list[object] = []
-    for path in ("native", "pure"):
-        with pytest.MonkeyPatch().context() as patch:
-            if path == "pure":
-                patch.setattr(_native, "speedups", None)
-            try:
-                results.append(segment_blob(files))
-            except (ValueError, OverflowError, struct.error):
-                results.append("refused")
-    return results[0], results[1]
+    return both_ways(lambda: segment_blob(files), (ValueError, OverflowError, struct.error))
 
 
 @needs_native
