@@ -33,6 +33,7 @@ __all__ = [
     "XzverBody",
     "ZlibBody",
     "count_lines",
+    "first_line_dot",
     "line_scan",
 ]
 
@@ -52,15 +53,29 @@ _LF = 0x0A
 _LINE_DOT = re.compile(rb"\n\.")
 
 
-def _line_scan(data: bytes) -> tuple[int, int]:
+def _first_line_dot(data: bytes) -> int:
     found = _LINE_DOT.search(data)
-    return data.count(b"\n"), -1 if found is None else found.start()
+    return -1 if found is None else found.start()
+
+
+def _line_scan(data: bytes) -> tuple[int, int]:
+    return data.count(b"\n"), _first_line_dot(data)
 
 
 # (LF bytes in ``data``, where its first "\n." is or -1): one memchr per line in the C accelerator,
 # where bytes.count and the regex took 0.25 µs an overview line between them (bench/fetch.py).
 line_scan: Callable[[bytes], tuple[int, int]] = (
     _native.speedups.line_scan if _native.speedups is not None else _line_scan
+)
+
+
+def _native_first_line_dot(data: bytes) -> int:
+    return line_scan(data)[1]
+
+
+# Where the first "\n." is, or -1; the pure path does not count lines for it.
+first_line_dot: Callable[[bytes], int] = (
+    _native_first_line_dot if _native.speedups is not None else _first_line_dot
 )
 
 
@@ -122,7 +137,7 @@ class DotReader:
         self.at_line_start = True
         # One scan for "\n." finds both the terminator and stuffed dots; overview lines start with
         # a digit, so the common case is one miss over the block and nothing else to do.
-        dot = line_scan(block)[1]
+        dot = first_line_dot(block)
         if dot < 0:
             return block
         end = block.find(b"\n.\r\n", dot)

@@ -132,8 +132,10 @@ def line_scan_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
         if _native.speedups is None:
             pytest.skip("the C extension is not built")
         monkeypatch.setattr(_readers, "line_scan", _native.speedups.line_scan)
+        monkeypatch.setattr(_readers, "first_line_dot", _readers._native_first_line_dot)
     else:
         monkeypatch.setattr(_readers, "line_scan", _readers._line_scan)
+        monkeypatch.setattr(_readers, "first_line_dot", _readers._first_line_dot)
     return str(request.param)
 
 
