@@ -38,10 +38,10 @@ __all__ = ["NNTPPool", "ServerSettings", "ServerStats"]
 
 T = TypeVar("T")
 
-# Errors after which the connection is gone (or cannot be trusted) but the command may succeed on a
-# new one. A corrupt compressed reply is not among them: the caller's corrupt path decides.
 log = get_logger(__name__)
 
+# Errors after which the connection is gone (or cannot be trusted) but the command may succeed on a
+# new one. A corrupt compressed reply is not among them: the caller's corrupt path decides.
 _RETRYABLE = (NNTPConnectionError, NNTPTimeout, NNTPProtocolError)
 
 
