@@ -9,7 +9,6 @@ category are computed again. A group's batches merge one at a time (``batch_lock
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -107,8 +106,7 @@ def store_batch(
     keys = sorted(fragments)  # sorted: row locks always taken in one order, never a deadlock
     for at in range(0, len(keys), KEYS_PER_QUERY):
         chunk = keys[at : at + KEYS_PER_QUERY]
-        param: object = chunk if tx.dialect == "postgresql" else json.dumps(chunk)
-        for row in tx.run("releases_by_keys", {"keys": param}):
+        for row in tx.run("releases_by_keys", {"keys": tx.array(chunk)}):
             existing[row["key"]] = row
     inserts: list[dict[str, Any]] = []
     updates: list[dict[str, Any]] = []

@@ -12,7 +12,6 @@ types is ever query syntax, in FTS5 or in ``plainto_tsquery``.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -168,7 +167,7 @@ class Search:
             add("text", text=text)
         if query.categories:
             ids = category_ids(query.categories)
-            add("categories", categories=ids if tx.dialect == "postgresql" else json.dumps(ids))
+            add("categories", categories=tx.array(ids))
         if query.max_age_days is not None:
             add("since", max_age_seconds=float(query.max_age_days) * 86400.0)
         if query.min_size is not None:

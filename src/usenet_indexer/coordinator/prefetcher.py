@@ -305,20 +305,15 @@ class Prefetcher:
                 "prefetch_targets",
                 {"history_allowed": bool(services.space.history_allowed()), "limit": self.max_ranges},
             )
-            plain_of = {
-                int(row["id"]): {
-                    int(p["chunk_from"]): p["fetched_plain_at"]
-                    for p in tx.run("plain_chunks_of", {"range_id": row["id"]})
-                }
-                for row in rows
-            }
-            recorded = {
-                int(row["id"]): {
-                    int(f["chunk_from"]) for f in tx.run("fetched_chunks_of", {"range_id": row["id"]})
-                }
-                for row in rows
-                if not row["capture"]
-            }
+            # Two queries for the round, not two per range: on PostgreSQL each is a round trip.
+            ids = tx.array([int(row["id"]) for row in rows])
+            plain_of: dict[int, dict[int, object]] = {int(row["id"]): {} for row in rows}
+            for p in tx.run("plain_chunks_of_ranges", {"range_ids": ids}):
+                plain_of[int(p["range_id"])][int(p["chunk_from"])] = p["fetched_plain_at"]
+            recorded: dict[int, set[int]] = {int(row["id"]): set() for row in rows if not row["capture"]}
+            for f in tx.run("fetched_chunks_of_ranges", {"range_ids": ids}):
+                if (chunks := recorded.get(int(f["range_id"]))) is not None:
+                    chunks.add(int(f["chunk_from"]))
         busy = self.news.busy_ranges()
         leased: list[list[Job]] = []
         planned: list[Job] = []

@@ -8,6 +8,7 @@ each statement sees what was committed before it began, which the lease engine r
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 import time
@@ -65,6 +66,11 @@ class Tx:
     def one(self, name: str, params: Params = None) -> Row | None:
         rows = self.run(name, params)
         return rows[0] if rows else None
+
+    def array(self, values: Sequence[object]) -> object:
+        """``values`` as one parameter for a list query: a PostgreSQL array (``= ANY(CAST(:x AS
+        type[]))``), JSON text on SQLite (``IN (SELECT value FROM json_each(:x))``)."""
+        return list(values) if self.dialect == "postgresql" else json.dumps(list(values))
 
     def execute(self, name: str, params: Params = None) -> None:
         self._cursor.execute(self._queries[name], params or {})

@@ -81,5 +81,3 @@ RETURNING id, start_id, end_id
 -- one's (the audit and retries look at one pass; the old one was complete).
 DELETE FROM batch_log WHERE range_id = :range_id
 
--- name: fetched_chunks_of
-SELECT chunk_from FROM fetched_chunks WHERE range_id = :range_id
