@@ -53,10 +53,14 @@ class Data:
     compressed bytes this piece was inflated from, exactly as the server sent them (for XZVER:
     after yEnc decoding); concatenated they form one complete zlib/gzip/raw-deflate stream. Empty
     for an uncompressed reply.
+
+    ``lines`` is the LF bytes in ``data`` when the reader counted them on its way (the C scan for
+    dot lines counts them for free), else -1: the caller counts.
     """
 
     data: bytes
     compressed: bytes = b""
+    lines: int = -1
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,8 +33,8 @@ __all__ = [
     "XzverBody",
     "ZlibBody",
     "count_lines",
-    "first_line_dot",
     "line_scan",
+    "scan_block",
 ]
 
 # A line longer than this leaves the reader in pieces (a 1 MB overview line must pass through
@@ -69,13 +69,14 @@ line_scan: Callable[[bytes], tuple[int, int]] = (
 )
 
 
-def _native_first_line_dot(data: bytes) -> int:
-    return line_scan(data)[1]
+def _scan_without_count(data: bytes) -> tuple[int, int]:
+    return -1, _first_line_dot(data)
 
 
-# Where the first "\n." is, or -1; the pure path does not count lines for it.
-first_line_dot: Callable[[bytes], int] = (
-    _native_first_line_dot if _native.speedups is not None else _first_line_dot
+# (LF bytes or -1, first "\n."): the dot reader's scan of a block. The count comes with the C scan
+# and saves the caller its own pass (0.03 µs an overview line); the pure path does not count for it.
+scan_block: Callable[[bytes], tuple[int, int]] = (
+    line_scan if _native.speedups is not None else _scan_without_count
 )
 
 
@@ -93,13 +94,15 @@ class DotReader:
     lines may end in a bare LF.
     """
 
-    __slots__ = ("at_line_start", "done")
+    __slots__ = ("at_line_start", "done", "lines")
 
     def __init__(self) -> None:
         self.at_line_start = True
         self.done = False
+        self.lines = -1  # LF bytes in what the last read returned, when known (else -1)
 
     def read(self, buf: bytearray) -> bytes | None:
+        self.lines = -1
         size = len(buf)
         if size == 0 or self.done:
             return None
@@ -137,8 +140,9 @@ class DotReader:
         self.at_line_start = True
         # One scan for "\n." finds both the terminator and stuffed dots; overview lines start with
         # a digit, so the common case is one miss over the block and nothing else to do.
-        dot = first_line_dot(block)
+        lines, dot = scan_block(block)
         if dot < 0:
+            self.lines = lines
             return block
         end = block.find(b"\n.\r\n", dot)
         if end < 0:
@@ -151,7 +155,12 @@ class DotReader:
         # Every "." that starts a line inside the payload was stuffed (the first line's was removed
         # above): drop it.
         payload = block[: end + 1]
-        return payload.replace(b"\n.", b"\n") if dot < end else payload
+        if dot < end:
+            return payload.replace(b"\n.", b"\n")
+        if lines >= 0:
+            # The block's LFs less the terminator's and those of the next reply's bytes.
+            self.lines = lines - 1 - rest.count(b"\n")
+        return payload
 
     def flush(self, buf: bytearray) -> bytes:
         """The rest of ``buf`` as a last partial line (for a body whose end is not a dot line)."""
@@ -196,7 +205,7 @@ class PlainBody(BodyReader):
         if self._reader.done and not payload:
             self._ended = True
             return EndOfData()
-        return Data(payload)
+        return Data(payload, lines=self._reader.lines)
 
 
 class _Inner:

@@ -565,7 +565,7 @@ class NNTPClient:
         try:
             async for event in self._overview_events(first, last, compress):
                 plain_size += len(event.data)
-                lines += count_lines(event.data)
+                lines += event.lines if event.lines >= 0 else count_lines(event.data)
                 if event.compressed:
                     compressed.append(event.compressed)
                 else:
