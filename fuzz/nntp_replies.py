@@ -56,8 +56,8 @@ def session(mode: str) -> tuple[NNTPConnection, bool]:
 
 
 def events(mode: str, data: bytes, piece: int) -> tuple[list[object], str | None]:
-    """The events (Data merged: how a body is cut into pieces is not part of the contract) and the
-    class of the NNTPError that ended them, if one."""
+    """The events (Data merged: how a body is cut into pieces is not part of the contract; line
+    counts checked, then dropped) and the class of the NNTPError that ended them, if one."""
     conn, deflate = session(mode)
     if deflate:
         deflater = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
@@ -66,6 +66,10 @@ def events(mode: str, data: bytes, piece: int) -> tuple[list[object], str | None
 
     def drain() -> None:
         while (event := conn.next_event()) is not NEED_DATA:
+            if isinstance(event, Data):
+                # A piece's line count, where the reader gives one, is its LF bytes; then dropped.
+                assert event.lines in (-1, event.data.count(b"\n")), f"{mode}: wrong line count"
+                event = Data(event.data, event.compressed)
             if isinstance(event, Data) and out and isinstance(out[-1], Data):
                 event = Data(out[-1].data + event.data, out[-1].compressed + event.compressed)
                 out.pop()
