@@ -45,20 +45,26 @@ class Tx:
     """One open transaction. ``run`` takes a query name from ``sql/`` and returns its rows (SELECT or
     RETURNING); ``execute`` runs one that returns nothing. On PostgreSQL statements are pipelined:
     ``execute`` only queues, and the queue goes out with the next ``run`` or the COMMIT, so a
-    transaction costs a round trip per result it waits for, not one per statement."""
+    transaction costs a round trip per result it waits for, not one per statement.
+
+    Queued statements go through a cursor of their own (``queue``), never the one ``run`` reads: the
+    server sends queued results unasked once they fill its output buffer, psycopg makes each the
+    current result of the cursor that issued it, and a read on that cursor then returned an earlier
+    UPDATE's result as its own, an empty list (a batch's UPDATE ... RETURNING, about once in 20
+    ranges in bench/stream.py; tests/integration/db reproduces it with 3,000 queued statements)."""
 
     def __init__(
         self,
         dialect: Dialect,
         cursor: Any,
         no_result: type[Exception] = LookupError,
-        pipeline: Any = None,
+        queue: Any = None,
     ) -> None:
         self.dialect: Dialect = dialect
         self._cursor = cursor
+        self._queue = cursor if queue is None else queue
         self._queries = queries(dialect)
         self._no_result = no_result  # what fetching a statement without rows raises (psycopg)
-        self._pipeline = pipeline
 
     def run(self, name: str, params: Params = None) -> list[Row]:
         return self.sql(self._queries[name], params)
@@ -73,7 +79,7 @@ class Tx:
         return list(values) if self.dialect == "postgresql" else json.dumps(list(values))
 
     def execute(self, name: str, params: Params = None) -> None:
-        self._cursor.execute(self._queries[name], params or {})
+        self._queue.execute(self._queries[name], params or {})
 
     def sql(self, sql: str, params: Params = None) -> list[Row]:
         cursor = self._cursor
@@ -89,13 +95,7 @@ class Tx:
 
     def executemany(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
         if rows:
-            self._cursor.executemany(self._queries[name], rows)
-            if self._pipeline is not None:
-                # Its results collected now. Left pending, the next ``run`` on this cursor could read
-                # one of them instead of its own (an INSERT's empty result): a batch's UPDATE ...
-                # RETURNING then came back empty, the coordinator answered 500 and the worker retried
-                # 1.4 s later - about once in 20 ranges in bench/stream.py.
-                self._pipeline.sync()
+            self._queue.executemany(self._queries[name], rows)
 
 
 class Database:
@@ -185,10 +185,10 @@ class PostgresDatabase(Database):
     @contextmanager
     def transaction(self, *, write: bool = True, durable: bool = True) -> Iterator[Tx]:
         # Leaving the pipeline waits for everything queued, COMMIT included.
-        with self._connection() as conn, conn.pipeline() as pipeline, conn.cursor() as cursor:
-            self._begin(cursor, durable)
-            yield Tx("postgresql", cursor, self._psycopg.ProgrammingError, pipeline)
-            cursor.execute("COMMIT")
+        with self._connection() as conn, conn.pipeline(), conn.cursor() as cursor, conn.cursor() as queue:
+            self._begin(queue, durable)
+            yield Tx("postgresql", cursor, self._psycopg.ProgrammingError, queue)
+            queue.execute("COMMIT")
 
     def once(self, name: str, params: Params = None, *, durable: bool = True) -> list[Row]:
         # BEGIN, the statement and COMMIT as one simple-protocol query with the parameters bound
