@@ -63,10 +63,19 @@ class BlobStore(Protocol):
 
     def put(self, key: str, data: bytes) -> None:
         """Store ``data`` under ``key`` atomically: a reader sees all of it or nothing."""
+        self.put_stream(key, [data], max_bytes=len(data))
 
     def put_stream(self, key: str, pieces: Iterable[bytes], *, max_bytes: int) -> int:
         """Store the concatenated pieces atomically; more than ``max_bytes`` raises BlobTooLarge and
-        leaves nothing behind. Returns the size."""
+        leaves nothing behind. Returns the size. (Both stores inherit these two: their writers differ.)"""
+        writer = self.writer(key, max_bytes=max_bytes)
+        try:
+            for piece in pieces:
+                writer.write(piece)
+        except BaseException:
+            writer.abort()
+            raise
+        return writer.commit()
 
     def get(self, key: str) -> bytes | None:
         """The blob, or None when there is none."""
@@ -134,7 +143,7 @@ class LocalFileWriter:
             self.temp.unlink(missing_ok=True)
 
 
-class LocalBlobStore:
+class LocalBlobStore(BlobStore):
     """Blobs as files under ``root``, written to a temporary file and renamed into place."""
 
     def __init__(self, root: Path) -> None:
@@ -159,19 +168,6 @@ class LocalBlobStore:
 
     def writer(self, key: str, *, max_bytes: int) -> LocalFileWriter:
         return LocalFileWriter(key, self._path(key), max_bytes)
-
-    def put(self, key: str, data: bytes) -> None:
-        self.put_stream(key, [data], max_bytes=len(data))
-
-    def put_stream(self, key: str, pieces: Iterable[bytes], *, max_bytes: int) -> int:
-        writer = self.writer(key, max_bytes=max_bytes)
-        try:
-            for piece in pieces:
-                writer.write(piece)
-        except BaseException:
-            writer.abort()
-            raise
-        return writer.commit()
 
     def get(self, key: str) -> bytes | None:
         try:

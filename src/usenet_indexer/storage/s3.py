@@ -32,14 +32,14 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NoReturn
 from urllib.parse import urlsplit
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from usenet_indexer.storage.blobs import BlobError, BlobTooLarge, check_key
+from usenet_indexer.storage.blobs import BlobError, BlobStore, BlobTooLarge, check_key
 
 if TYPE_CHECKING:
     from mypy_boto3_s3.client import S3Client
@@ -167,7 +167,7 @@ class S3Writer:
             )
 
 
-class S3BlobStore:
+class S3BlobStore(BlobStore):
     """Blobs as objects under ``location``; see the module's notes."""
 
     def __init__(
@@ -223,19 +223,6 @@ class S3BlobStore:
 
     def writer(self, key: str, *, max_bytes: int) -> S3Writer:
         return S3Writer(self, key, max_bytes)
-
-    def put(self, key: str, data: bytes) -> None:
-        self.put_stream(key, [data], max_bytes=len(data))
-
-    def put_stream(self, key: str, pieces: Iterable[bytes], *, max_bytes: int) -> int:
-        writer = self.writer(key, max_bytes=max_bytes)
-        try:
-            for piece in pieces:
-                writer.write(piece)
-        except BaseException:
-            writer.abort()
-            raise
-        return writer.commit()
 
     def get(self, key: str) -> bytes | None:
         name = self._name(key)
