@@ -158,18 +158,7 @@ class GroupLeases:
             raise ValueError(f"a snapshot stands at an article > 0 with a size >= 0, not {next} and {size}")
         with self.db.transaction() as tx:
             self.held(tx, group_id, node_id, lane, epoch)
-            tx.execute(
-                "group_lane_snapshot",
-                {
-                    "group_id": group_id,
-                    "lane": lane,
-                    "node_id": node_id,
-                    "epoch": epoch,
-                    "next": next,
-                    "size": size,
-                    "location": location,
-                },
-            )
+            _record_snapshot(tx, group_id, node_id, lane, epoch, next, size, location)
 
     def snapshot(
         self, group_id: int, node_id: int, lane: str, epoch: int, at: int | None = None
@@ -206,18 +195,7 @@ class GroupLeases:
             tx.execute("group_for_update", {"group_id": group_id})
             row = self.held(tx, group_id, node_id, lane, epoch)
             store(tx, row)
-            tx.execute(
-                "group_lane_snapshot",
-                {
-                    "group_id": group_id,
-                    "lane": lane,
-                    "node_id": node_id,
-                    "epoch": epoch,
-                    "next": next,
-                    "size": size,
-                    "location": location,
-                },
-            )
+            _record_snapshot(tx, group_id, node_id, lane, epoch, next, size, location)
 
     def kept_locations(self, group_id: int, lane: str) -> set[str]:
         """The snapshots the lane still points to (the rest may be pruned)."""
@@ -230,3 +208,10 @@ class GroupLeases:
 
 def _int(value: object) -> int | None:
     return None if value is None else int(value)  # type: ignore[call-overload]
+
+
+def _record_snapshot(
+    tx: Tx, group_id: int, node_id: int, lane: str, epoch: int, next: int, size: int, location: str
+) -> None:
+    params = {"group_id": group_id, "lane": lane, "node_id": node_id, "epoch": epoch}
+    tx.execute("group_lane_snapshot", {**params, "next": next, "size": size, "location": location})
