@@ -80,4 +80,3 @@ RETURNING id, start_id, end_id
 -- A range indexed again starts a new pass at its start: the old pass's batches would overlap the new
 -- one's (the audit and retries look at one pass; the old one was complete).
 DELETE FROM batch_log WHERE range_id = :range_id
-
