@@ -57,6 +57,25 @@ def test_lease_records_rule_version_attempts_epoch_and_last_seen(services: Servi
     assert seen["last_seen_at"] is not None
 
 
+def test_a_heartbeat_keeps_the_lease_alive_and_marks_its_node_seen(services: Services, node: int) -> None:
+    plan(services, "alt.binaries.a", 1, 999)
+    lease = services.ranges.lease(node)
+    assert lease is not None
+    old = "UPDATE {table} SET {column} = {column} - 30 WHERE id = :id"  # within the TTL
+    query(services.db, old.format(table="ranges", column="heartbeat_at"), {"id": lease.range_id})
+    query(services.db, old.format(table="nodes", column="last_seen_at"), {"id": node})
+    before = ranges(services)[lease.range_id]["heartbeat_at"]
+    services.ranges.heartbeat(lease.range_id, node, lease.epoch)
+    beat = float(ranges(services)[lease.range_id]["heartbeat_at"])  # type: ignore[arg-type]
+    assert beat > float(before) + 29  # type: ignore[arg-type]
+    seen = query(services.db, "SELECT last_seen_at FROM nodes WHERE id = :id", {"id": node})[0]
+    assert float(seen["last_seen_at"]) > beat - 1
+    # Seen again within 5 s: not written again (a node's row is not rewritten on every heartbeat).
+    services.ranges.heartbeat(lease.range_id, node, lease.epoch)
+    again = query(services.db, "SELECT last_seen_at FROM nodes WHERE id = :id", {"id": node})[0]
+    assert again["last_seen_at"] == seen["last_seen_at"]
+
+
 def test_no_range_left_means_none(services: Services, node: int) -> None:
     assert services.ranges.lease(node) is None
     plan(services, "alt.binaries.a", 1, 999)
