@@ -142,8 +142,9 @@ class DotReader:
         # One scan for "\n." finds both the terminator and stuffed dots; overview lines start with
         # a digit, so the common case is one miss over the block and nothing else to do.
         lines, dot = scan_block(block)
+        # Unstuffing drops dots, never LFs: the block's count holds for what it returns.
+        self.lines = lines
         if dot < 0:
-            self.lines = lines
             return block
         end = block.find(b"\n.\r\n", dot)
         if end < 0:
@@ -156,12 +157,10 @@ class DotReader:
         # Every "." that starts a line inside the payload was stuffed (the first line's was removed
         # above): drop it.
         payload = block[: end + 1]
-        if dot < end:
-            return payload.replace(b"\n.", b"\n")
         if lines >= 0:
             # The block's LFs less the terminator's and those of the next reply's bytes.
             self.lines = lines - 1 - rest.count(b"\n")
-        return payload
+        return payload.replace(b"\n.", b"\n") if dot < end else payload
 
     def flush(self, buf: bytearray) -> bytes:
         """The rest of ``buf`` as a last partial line (for a body whose end is not a dot line)."""
