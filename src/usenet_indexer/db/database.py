@@ -15,9 +15,10 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager, suppress
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 from urllib.parse import unquote, urlparse
 
+from usenet_indexer.db.clock import CLOCK_OFFSET_SETTING, LeaseClock, anchored_clock
 from usenet_indexer.db.queries import Dialect, queries
 
 Row = dict[str, Any]
@@ -41,6 +42,20 @@ def retry_conflicts(call: Callable[[], T], attempts: int = 20) -> T:
     raise AssertionError("unreachable")
 
 
+class StatementHook(Protocol):
+    """Test-only: called before every statement a transaction sends (tests/support/interleave.py).
+
+    ``statement`` is the query's name, ``BEGIN``/``COMMIT`` around a transaction, or ``SQL`` for
+    literal SQL. Everything the transaction sent before has been executed by the server when it is
+    called (the PostgreSQL pipeline is synced first), so a test that holds an actor here holds it at a
+    real statement boundary, with the locks taken so far. ``blocked`` is called by SQLite while a
+    ``BEGIN IMMEDIATE`` waits for another writer (the only place a SQLite transaction waits)."""
+
+    def before(self, statement: str, backend_pid: int | None) -> None: ...
+
+    def blocked(self) -> None: ...
+
+
 class Tx:
     """One open transaction. ``run`` takes a query name from ``sql/`` and returns its rows (SELECT or
     RETURNING); ``execute`` runs one that returns nothing. On PostgreSQL statements are pipelined:
@@ -59,15 +74,19 @@ class Tx:
         cursor: Any,
         no_result: type[Exception] = LookupError,
         queue: Any = None,
+        before: Callable[[str], None] | None = None,
     ) -> None:
         self.dialect: Dialect = dialect
         self._cursor = cursor
         self._queue = cursor if queue is None else queue
         self._queries = queries(dialect)
         self._no_result = no_result  # what fetching a statement without rows raises (psycopg)
+        self._before = before  # tests only: the interleaving hook, a moved clock
 
     def run(self, name: str, params: Params = None) -> list[Row]:
-        return self.sql(self._queries[name], params)
+        if self._before is not None:
+            self._before(name)
+        return self._rows(self._queries[name], params)
 
     def one(self, name: str, params: Params = None) -> Row | None:
         rows = self.run(name, params)
@@ -79,14 +98,28 @@ class Tx:
         return list(values) if self.dialect == "postgresql" else json.dumps(list(values))
 
     def execute(self, name: str, params: Params = None) -> None:
+        if self._before is not None:
+            self._before(name)
         self._queue.execute(self._queries[name], params or {})
 
     def sql(self, sql: str, params: Params = None) -> list[Row]:
+        """Literal SQL (tests, the audit's tools); queries by name are ``run``."""
+        if self._before is not None:
+            self._before("SQL")
+        return self._rows(sql, params)
+
+    def _rows(self, sql: str, params: Params) -> list[Row]:
         cursor = self._cursor
         cursor.execute(sql, params or {})
         try:
             rows = cursor.fetchall()
-        except self._no_result:
+        except self._no_result as error:
+            # psycopg's "the last operation didn't produce records" (a statement without a result
+            # set) is the only one without a SQLSTATE. Everything else here is the server's error
+            # (undefined table or function, permission denied): it was read as "no rows", and a
+            # batch was answered 409 "unknown range", so the worker dropped its range (issue 14).
+            if getattr(error, "sqlstate", None) is not None:
+                raise
             return []
         if cursor.description is None:
             return []
@@ -95,6 +128,8 @@ class Tx:
 
     def executemany(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
         if rows:
+            if self._before is not None:
+                self._before(name)
             self._queue.executemany(self._queries[name], rows)
 
 
@@ -103,6 +138,20 @@ class Database:
 
     dialect: Dialect
     url: str
+    # Tests only (tests/support/interleave.py): called before every statement; None in production.
+    hook: StatementHook | None = None
+
+    def move_clock(self, seconds: float) -> None:
+        """Tests only: move the database's clock (what ``{now}`` reads) by ``seconds``, for every
+        transaction of this process, open ones included: a lease expires without sleeping its TTL."""
+        raise NotImplementedError
+
+    def now(self) -> float:
+        """The database's clock (Unix seconds): the one every lease is measured by."""
+        with self.transaction(write=False) as tx:
+            row = tx.one("database_now")
+        assert row is not None
+        return float(row["now"])
 
     @contextmanager
     def transaction(self, *, write: bool = True, durable: bool = True) -> Iterator[Tx]:
@@ -145,6 +194,7 @@ class PostgresDatabase(Database):
         self.url = url
         self._psycopg = psycopg
         self._once_sql: dict[tuple[str, bool], str] = {}
+        self._clock_moved = 0.0
         self._pool = ConnectionPool(
             url,
             min_size=1,
@@ -182,12 +232,45 @@ class PostgresDatabase(Database):
         if not durable:
             cursor.execute("SET LOCAL synchronous_commit TO off")
 
+    def move_clock(self, seconds: float) -> None:
+        self._clock_moved += seconds
+
+    def _testing(self, conn: Any, pipeline: Any, queue: Any) -> Callable[[str], None] | None:
+        """Before each statement, in tests only: the moved clock set on the session (every ``{now}``
+        reads it, see queries.py), then the interleaving hook at a synced statement boundary."""
+        hook, moved = self.hook, self._clock_moved
+        if hook is None and not moved:
+            return None
+        pid = conn.info.backend_pid
+
+        def before(statement: str) -> None:
+            if self._clock_moved:
+                queue.execute(
+                    "SELECT set_config(%(name)s, %(value)s, false)",
+                    {"name": CLOCK_OFFSET_SETTING, "value": repr(self._clock_moved)},
+                )
+            if hook is not None:
+                pipeline.sync()
+                hook.before(statement, pid)
+
+        return before
+
     @contextmanager
     def transaction(self, *, write: bool = True, durable: bool = True) -> Iterator[Tx]:
         # Leaving the pipeline waits for everything queued, COMMIT included.
-        with self._connection() as conn, conn.pipeline(), conn.cursor() as cursor, conn.cursor() as queue:
+        with (
+            self._connection() as conn,
+            conn.pipeline() as pipeline,
+            conn.cursor() as cursor,
+            conn.cursor() as queue,
+        ):
+            before = self._testing(conn, pipeline, queue)
+            if before is not None:
+                before("BEGIN")
             self._begin(queue, durable)
-            yield Tx("postgresql", cursor, self._psycopg.ProgrammingError, queue)
+            yield Tx("postgresql", cursor, self._psycopg.ProgrammingError, queue, before)
+            if before is not None:
+                before("COMMIT")
             queue.execute("COMMIT")
 
     def once(self, name: str, params: Params = None, *, durable: bool = True) -> list[Row]:
@@ -203,6 +286,13 @@ class PostgresDatabase(Database):
             text = self._once_sql[(name, durable)] = f"{head}{queries('postgresql')[name]}; COMMIT"
         skip = 1 if durable else 2  # the results of BEGIN (and SET) before the statement's
         with self._connection() as conn, self._psycopg.ClientCursor(conn) as cursor:
+            if self.hook is not None or self._clock_moved:  # tests only
+                cursor.execute(
+                    "SELECT set_config(%(name)s, %(value)s, false)",
+                    {"name": CLOCK_OFFSET_SETTING, "value": repr(self._clock_moved)},
+                )
+                if self.hook is not None:
+                    self.hook.before(name, conn.info.backend_pid)
             cursor.execute(text, params or {})
             for _ in range(skip):
                 cursor.nextset()
@@ -220,7 +310,7 @@ class SqliteDatabase(Database):
 
     dialect: Dialect = "sqlite"
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, clock: LeaseClock | None = None) -> None:
         self.url = url
         self.path = sqlite_path(url)
         self._local = threading.local()
@@ -230,12 +320,17 @@ class SqliteDatabase(Database):
         # journal mode needs an exclusive lock, and a busy one fails at once instead of waiting).
         with closing(sqlite3.connect(self.path, timeout=60.0)) as conn:
             conn.execute("PRAGMA journal_mode=WAL")
+            self.clock = clock if clock is not None else anchored_clock(conn)
+
+    def move_clock(self, seconds: float) -> None:
+        self.clock.move(seconds)
 
     def _connection(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             conn = sqlite3.connect(self.path, isolation_level=None, timeout=60.0, check_same_thread=False)
-            conn.create_function("unix_now", 0, time.time)
+            # SQLite has no server: the lease clock is this machine's, anchored in the file (db/clock.py).
+            conn.create_function("unix_now", 0, self.clock.now)
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
             conn.execute("PRAGMA busy_timeout=60000")
@@ -244,14 +339,43 @@ class SqliteDatabase(Database):
                 self._all.append(conn)
         return conn
 
+    def _begin(self, conn: sqlite3.Connection, cursor: sqlite3.Cursor, write: bool) -> None:
+        hook = self.hook
+        if hook is None:
+            cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            return
+        # Tests only: wait for the write lock here, telling the hook while we do, instead of inside
+        # SQLite's busy handler, so that an interleaving test knows this actor is blocked.
+        hook.before("BEGIN", None)
+        if not write:
+            cursor.execute("BEGIN")
+            return
+        conn.execute("PRAGMA busy_timeout=0")
+        try:
+            while True:
+                try:
+                    cursor.execute("BEGIN IMMEDIATE")
+                    return
+                except sqlite3.OperationalError as error:
+                    if "locked" not in str(error) and "busy" not in str(error):
+                        raise
+                    hook.blocked()
+                    time.sleep(0.001)
+        finally:
+            conn.execute("PRAGMA busy_timeout=60000")
+
     @contextmanager
     def transaction(self, *, write: bool = True, durable: bool = True) -> Iterator[Tx]:
         conn = self._connection()
         cursor = conn.cursor()
         # A reader in WAL mode sees one snapshot for the whole transaction; a writer takes the lock first.
-        cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        self._begin(conn, cursor, write)
+        hook = self.hook
+        before = None if hook is None else (lambda statement: hook.before(statement, None))
         try:
-            yield Tx("sqlite", cursor)
+            yield Tx("sqlite", cursor, before=before)
+            if before is not None:
+                before("COMMIT")
         except BaseException:
             if conn.in_transaction:
                 cursor.execute("ROLLBACK")

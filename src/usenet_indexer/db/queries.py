@@ -20,9 +20,12 @@ Dialect = Literal["postgresql", "sqlite"]
 # (``now()``): a grant blocked behind a finish must not record a time before that finish, or the
 # audit sees two live holders where there was one. SQLite's own clock ticks in milliseconds, in
 # which a whole range is leased, batched and finished; ``unix_now()`` is the same host clock in
-# microseconds, registered on every connection (SQLite has no server: the host is its clock).
+# microseconds, registered on every connection (SQLite has no server: the host is its clock, a steady
+# one: db/clock.py).
+# On PostgreSQL a test's moved clock (db/clock.py) is a session setting, unset (NULL) in production.
 NOW: dict[str, str] = {
-    "postgresql": "EXTRACT(EPOCH FROM clock_timestamp())::float8",
+    "postgresql": "(EXTRACT(EPOCH FROM clock_timestamp())::float8"
+    " + COALESCE(NULLIF(current_setting('usenet_indexer.clock_offset', true), '')::float8, 0))",
     "sqlite": "unix_now()",
 }
 
