@@ -222,9 +222,13 @@ def groups_plan(
     from usenet_indexer.coordinator.groups import GroupError
 
     try:
-        planned = services_of(ctx).groups.plan(name, low, high)
+        result = services_of(ctx).groups.plan(name, low, high)
     except (GroupError, ValueError) as error:
         fail(str(error))
+    if result.reset is not None:
+        typer.echo(f"{name}: nothing planned: {result.reset}")
+        return
+    planned = result.ranges
     tail = sum(1 for r in planned if r.priority < 0)
     typer.echo(f"{name}: planned {len(planned)} ranges ({tail} tail, {len(planned) - tail} history)")
 

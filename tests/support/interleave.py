@@ -165,7 +165,9 @@ class Interleaving:
             if actor.state == "paused" and actor.at == until:
                 seen += 1
         if until is not None:
-            raise ScheduleError(f"actor {actor.name} ended without reaching {until} (it sent {actor.statements})")
+            raise ScheduleError(
+                f"actor {actor.name} ended without reaching {until} (it sent {actor.statements})"
+            )
         return actor
 
     def finish(self, actor: Actor) -> Any:
@@ -180,16 +182,16 @@ class Interleaving:
         self._settle(actor)
         return actor
 
-    def free(self, actor: Actor) -> Any:
-        """Let ``actor`` run to its end without stopping again, and return its outcome (it may wait on
-        locks meanwhile: whatever it waits for must not be a paused actor)."""
+    def free(self, actor: Actor) -> Actor:
+        """Let ``actor`` run to its end without stopping again (it may wait on locks meanwhile:
+        whatever it waits for must not be a paused actor); its outcome is ``actor.outcome()``."""
         self._release(actor, forever=True)
         deadline = time.monotonic() + WAIT_SECONDS
         with self._changed:
             while not actor.done:
                 if not self._changed.wait(0.05) and time.monotonic() > deadline:
                     raise ScheduleError(f"actor {actor.name} did not end within {WAIT_SECONDS} s")
-        return actor.outcome()
+        return actor
 
     @contextmanager
     def actors(self) -> Iterator[Interleaving]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from usenet_indexer.catalog.batch_store import search_name
 from usenet_indexer.db import Database
+from usenet_indexer.db.database import Fence
 from usenet_indexer.indexing.categories import categorize
 from usenet_indexer.indexing.naming import FileKind, file_kind, looks_obfuscated, release_base
 from usenet_indexer.indexing.par2 import Par2Error, read_par2
@@ -63,14 +64,20 @@ class Prober:
     BODY), renames the releases; failures are retried up to MAX_ATTEMPTS, then kept with the reason."""
 
     def __init__(
-        self, db: Database, fetch_body: Callable[[str], Awaitable[bytes]], *, batch: int = 20
+        self,
+        db: Database,
+        fetch_body: Callable[[str], Awaitable[bytes]],
+        *,
+        batch: int = 20,
+        fence: Fence | None = None,
     ) -> None:
         self.db = db
         self.fetch_body = fetch_body
         self.batch = batch
+        self.fence = fence  # the probe loop's (coordinator/loops.py)
 
     def take(self) -> list[dict[str, object]]:
-        with self.db.transaction() as tx:
+        with self.db.transaction(fence=self.fence) as tx:
             return tx.run("probe_take", {"n": self.batch, "stale": STALE_SECONDS})
 
     async def probe(self, key: str, par2_message_id: str) -> ProbeResult:
@@ -88,7 +95,7 @@ class Prober:
         except Exception as error:  # the news server: missing article, timeouts, dropped connections
             return ProbeResult(key, None, f"{type(error).__name__}: {error}")
         category = categorize(name, files)
-        with self.db.transaction() as tx:
+        with self.db.transaction(fence=self.fence) as tx:
             tx.execute(
                 "release_rename",
                 {
@@ -114,7 +121,7 @@ class Prober:
         )
         failed = [r for r in results if r.error is not None]
         if failed:
-            with self.db.transaction() as tx:
+            with self.db.transaction(fence=self.fence) as tx:
                 tx.executemany(
                     "probe_failed",
                     [{"key": r.key, "error": r.error[:500], "max_attempts": MAX_ATTEMPTS} for r in failed],  # type: ignore[index]

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from usenet_indexer.coordinator.services import Services
+from usenet_indexer.db.database import Fence
 from usenet_indexer.leases.ranges import FinishedRange
 from usenet_indexer.logs import get_logger
 from usenet_indexer.storage.spool import ROOT as SPOOL_ROOT
@@ -36,11 +37,16 @@ class SweepReport:
 
 
 class SpoolCleanup:
-    def __init__(self, services: Services) -> None:
+    def __init__(
+        self, services: Services, *, abandoned_fence: Fence | None = None, sweep_fence: Fence | None = None
+    ) -> None:
         self.services = services
+        # The two loops' fences (coordinator/loops.py): their writes check them.
+        self.abandoned_fence = abandoned_fence
+        self.sweep_fence = sweep_fence
 
     def finish_abandoned(self) -> list[FinishedRange]:
-        done = self.services.ranges.finish_abandoned()
+        done = self.services.ranges.finish_abandoned(fence=self.abandoned_fence)
         for finished in done:
             self.services.spool.remove(finished.range_id)
         if done:
@@ -53,6 +59,8 @@ class SpoolCleanup:
         for range_id in services.spool.ranges():
             with services.db.transaction(write=False) as tx:
                 row = tx.one("range_spool_state", {"range_id": range_id})
+            if self.sweep_fence is not None:
+                self.sweep_fence.check_alive()  # files are deleted here: only while the loop is ours
             if row is None or row["status"] in ("done", "failed"):
                 services.spool.remove(range_id)
                 report.orphans += 1

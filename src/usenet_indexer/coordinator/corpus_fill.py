@@ -25,6 +25,7 @@ from usenet_indexer.coordinator.fetching import ChunkTarget, Fetched, fetch_chun
 from usenet_indexer.coordinator.news import NewsService
 from usenet_indexer.coordinator.planning import STORED_PRIORITY
 from usenet_indexer.coordinator.services import Services
+from usenet_indexer.db.database import Fence
 from usenet_indexer.logs import get_logger
 from usenet_indexer.nntp.errors import NNTPError
 from usenet_indexer.nntp.pool import NNTPPool
@@ -42,11 +43,13 @@ class CorpusFill:
         max_ranges: int = 64,
         budget_seconds: float = 10.0,
         call_timeout_seconds: float = 30.0,
+        fence: Fence | None = None,
     ) -> None:
         self.services = services
         self.news = news
         self.max_ranges = max_ranges
-        # Bounded work: the loop's thread renews its ownership lease only between works.
+        self.fence = fence  # the corpus fill loop's (coordinator/loops.py): every record checks it
+        # Bounded work, so that a stop is heard between chunks.
         self.budget_seconds = budget_seconds
         self.call_timeout = call_timeout_seconds
 
@@ -85,7 +88,7 @@ class CorpusFill:
         return all(s.name in present for s in spans)
 
     def mark_stored(self, target: ChunkTarget, spans: list[ChunkSpan]) -> None:
-        with self.services.db.transaction() as tx:
+        with self.services.db.transaction(fence=self.fence) as tx:
             tx.execute("range_stored", {"range_id": target.range_id})
             tx.execute("range_set_spooled", {"range_id": target.range_id, "spooled": len(spans)})
         log.info("corpus.stored", range=target.range_id, group=target.group, chunks=len(spans))
@@ -103,9 +106,11 @@ class CorpusFill:
         try:
             fetched = self.news.run(get, timeout=self.call_timeout)
             data = pack(fetched.chunk, self.services.settings.spool_deflate_level)
+            if self.fence is not None:
+                self.fence.check_alive()
             write(self.services.spool, self.services.corpus, target, span, data)
-            with self.services.db.transaction() as tx:
-                record(tx, target.range_id, fetched, len(data), spooled=False)
+            with self.services.db.transaction(fence=self.fence) as tx:
+                record(tx, target.range_id, fetched, data, spooled=False)
             return True
         except (NNTPError, TimeoutError) as error:
             log.warning("corpus.fetch_failed", range=target.range_id, chunk=span.first, error=str(error))

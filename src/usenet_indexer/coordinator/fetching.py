@@ -16,6 +16,7 @@ the corpus fill.
 from __future__ import annotations
 
 import errno
+import zlib
 from dataclasses import dataclass
 
 from usenet_indexer.articles import ChunkSpan
@@ -102,8 +103,9 @@ def write(spool: Spool, corpus: Corpus, target: ChunkTarget, span: ChunkSpan, da
         raise
 
 
-def record(tx: Tx, range_id: int, fetched: Fetched, stored_bytes: int, *, spooled: bool) -> None:
-    """Record a chunk written: its gaps once, one more spooled chunk (``spooled``), a plain copy."""
+def record(tx: Tx, range_id: int, fetched: Fetched, stored: bytes, *, spooled: bool) -> None:
+    """Record a chunk written (``stored``, its bytes as written): its gaps once, one more spooled chunk
+    (``spooled``), a plain copy with its CRC-32 (a corrupt report is matched against it)."""
     span, chunk = fetched.span, fetched.chunk
     params = {
         "range_id": range_id,
@@ -111,8 +113,9 @@ def record(tx: Tx, range_id: int, fetched: Fetched, stored_bytes: int, *, spoole
         "chunk_to": span.last,
         "lines": chunk.lines,
         "gaps": fetched.gaps,
-        "bytes": stored_bytes,
+        "bytes": len(stored),
         "encoding": chunk.encoding,
+        "plain_crc": zlib.crc32(stored) if fetched.plain else None,
     }
     if tx.one("fetched_chunk_insert", params) is not None and fetched.gaps:
         tx.execute("range_add_gaps", params)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from usenet_indexer.articles import GroupNameError, check_group_name
 from usenet_indexer.coordinator.planning import PlanCursor, PlannedRange, PlanSizes, plan_ranges
 from usenet_indexer.db import Database, Row
+from usenet_indexer.db.database import Fence
 
 
 class GroupError(ValueError):
@@ -25,6 +26,12 @@ class GroupSummary:
     error: str | None
     ranges: dict[str, int] = field(default_factory=dict)
     articles: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PlanResult:
+    ranges: list[PlannedRange]
+    reset: str | None = None  # why nothing was planned: the high watermark went back
 
 
 class Groups:
@@ -88,15 +95,47 @@ class Groups:
             )
         return out
 
-    def plan(self, name: str, low: int, high: int, *, backfill_to: int | None = None) -> list[PlannedRange]:
+    def plan(
+        self,
+        name: str,
+        low: int,
+        high: int,
+        *,
+        backfill_to: int | None = None,
+        fence: Fence | None = None,
+    ) -> PlanResult:
         """Record the group's watermarks and plan the ranges they call for (the planning primitive).
-        ``backfill_to``: the lowest article for history (the planner's date target), if any."""
-        with self.db.transaction() as tx:
-            group = tx.one("group_by_name", {"name": name})
+        ``backfill_to``: the lowest article for history (the planner's date target), if any.
+
+        The group is read under the lock it is written under: two plans that read it first and
+        locked it after both planned from one cursor, and the later one dropped ranges or moved the
+        cursor back under ranges already planned (issue 14: articles never planned, or planned twice).
+        """
+        with self.db.transaction(fence=fence) as tx:
+            group = tx.one("group_lock_by_name", {"name": name})
             if group is None:
                 raise GroupError(f"no group {name}: add it with `usenet-indexer groups add {name}`")
-            tx.execute("group_for_update", {"group_id": group["id"]})
-            cursor = PlanCursor(group["tail_next"], group["history_low"])
+            tail_next = group["tail_next"]
+            if tail_next is not None and high < int(tail_next) - 1:
+                # See planner.py ("a watermark reset") for why nothing is planned or moved back.
+                reason = (
+                    f"watermark reset: the server's high watermark {high} is below the "
+                    f"{int(tail_next) - 1} already planned; waiting for the group to pass it (nothing is "
+                    "planned twice). If the server renumbered the group, remove and re-add it"
+                )
+                tx.execute(
+                    "group_set_watermarks",
+                    {"group_id": group["id"], "low": low, "high": high, "error": reason},
+                )
+                return PlanResult([], reason)
+            if high < max(low, 1):
+                # Empty ("211 0 1 0", or "211 0 0 0" from some servers): nothing to plan, and article 0
+                # does not exist. The watermarks are recorded (ranges below a risen low still retire).
+                tx.execute(
+                    "group_set_watermarks", {"group_id": group["id"], "low": low, "high": high, "error": None}
+                )
+                return PlanResult([])
+            cursor = PlanCursor(tail_next, group["history_low"])
             planned, after = plan_ranges(
                 cursor, low, high, group["backfill_articles"], self.sizes, backfill_to=backfill_to
             )
@@ -123,4 +162,4 @@ class Groups:
                     "history_low": after.history_low,
                 },
             )
-        return planned
+        return PlanResult(planned)

@@ -1,16 +1,16 @@
 """Background loops, each run by one coordinator at a time under its ownership lease (seed 004).
 
-A loop's thread claims the lease, renews it every renew interval and runs its work every period while
-it holds it. When a renewal fails the loop stops working at once (self-fencing): another coordinator
-may claim it only after the TTL, which is at least three renew intervals away, so the two never overlap.
-A work that returns True (more to do now: the prefetcher after a busy round) runs again without waiting
-its period; it must still return well within the TTL, since renewals happen between works.
+A loop's thread claims the lease and runs its work every period while it holds it. One renewer
+thread renews every lease this coordinator holds every renew interval, whatever the works are doing:
+renewed only between works, a planner pass of 15 s on a group plus 60 s searching a backfill date
+outlived its 30 s lease, and a second coordinator ran the loop beside it (issue 14: five overlapping
+works, seen with a scaled-down TTL).
 
-A work starts only on a lease renewed within the last quarter renew interval (renewed first if not):
-renewed on schedule alone, a work begun just before a renewal was due had only TTL − renew left before
-another coordinator could claim the loop, and one that ran longer (a slow round) would have overlapped
-its successor. So every work has at least TTL − renew/4 to return; the loops bound their works by the
-TTL (prefetcher.py's round grace, the probe's round).
+Renewing on time is not enough to be safe, so every loop's writes are fenced: each write transaction
+starts with ``fence.check(tx)`` (leases/ownership.py), which checks in the database that this
+coordinator still holds the loop at its epoch and share-locks the lease until the transaction ends. A
+loop whose lease was lost, or not renewed within its TTL by this process's own clock, fails that
+check (``Fenced``) and its work stops there (self-fencing); the loop then tries to claim it again.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from usenet_indexer.leases.ownership import OwnershipLeases
+from usenet_indexer.db import Fenced
+from usenet_indexer.leases.ownership import OwnershipFence, OwnershipLeases
 from usenet_indexer.logs import get_logger
 
 log = get_logger(__name__)
@@ -41,6 +42,7 @@ class Loop:
     work: Callable[[], object]
     runs: int = 0
     errors: int = 0
+    fenced: int = 0  # works stopped because the lease was lost
     last_error: str | None = None
     holding: bool = False
 
@@ -50,6 +52,8 @@ class LoopRunner:
     ownership: OwnershipLeases
     loops: list[Loop] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
+    _stop_renewing: threading.Event = field(default_factory=threading.Event)
+    _renewer: threading.Thread | None = None
     _threads: list[threading.Thread] = field(default_factory=list)
     _closers: list[Callable[[], object]] = field(default_factory=list)
 
@@ -62,16 +66,29 @@ class LoopRunner:
         self.loops.append(loop)
         return loop
 
+    def fence(self, name: str) -> OwnershipFence:
+        """The fence the loop ``name``'s writes check (give it to the loop's work)."""
+        return OwnershipFence(self.ownership, name)
+
     def start(self) -> None:
         for loop in self.loops:
             thread = threading.Thread(target=self._run, args=(loop,), name=f"loop-{loop.name}", daemon=True)
             thread.start()
             self._threads.append(thread)
+        self._renewer = threading.Thread(target=self._renew_all, name="loop-renewer", daemon=True)
+        self._renewer.start()
 
     def stop(self, timeout: float = 10.0) -> None:
+        """The works end (each at its next check of the stop), then the leases are released. They
+        are renewed until then: a work still writing must not lose its lease on the way out."""
         self._stop.set()
+        deadline = time.monotonic() + timeout
         for thread in self._threads:
-            thread.join(timeout)
+            thread.join(max(0.0, deadline - time.monotonic()))
+        self._stop_renewing.set()
+        if self._renewer is not None:
+            self._renewer.join(timeout)
+        # A work still running past the timeout is fenced from here: its lease is released.
         for loop in self.loops:
             if loop.holding:
                 self.ownership.release(loop.name)
@@ -82,38 +99,45 @@ class LoopRunner:
             except Exception:
                 log.exception("loop.close_failed")
 
-    def _renew(self, loop: Loop) -> bool:
-        if not self.ownership.renew(loop.name):
-            loop.holding = False
-            log.warning("loop.lost", loop=loop.name, holder=self.ownership.holder)
-        return loop.holding
+    def _renew_all(self) -> None:
+        """Every held lease renewed every renew interval, beside the works."""
+        while not self._stop_renewing.wait(self.ownership.renew_interval):
+            for loop in self.loops:
+                if not loop.holding:
+                    continue
+                try:
+                    renewed = self.ownership.renew(loop.name)
+                except Exception:  # the database away: the fences go stale by themselves
+                    log.exception("loop.renew_failed", loop=loop.name)
+                    continue
+                if not renewed:
+                    loop.holding = False
+                    log.warning("loop.lost", loop=loop.name, holder=self.ownership.holder)
 
     def _run(self, loop: Loop) -> None:
-        renew = self.ownership.renew_interval
         next_work = 0.0
-        next_renew = 0.0
         while not self._stop.is_set():
-            now = time.monotonic()
             try:
                 if not loop.holding:
                     loop.holding = self.ownership.acquire(loop.name, {"period": loop.period_seconds}).ok
                     if loop.holding:
                         log.info("loop.acquired", loop=loop.name, holder=self.ownership.holder)
-                        next_renew = now + renew
-                elif now >= next_renew:
-                    self._renew(loop)
-                    next_renew = now + renew
-                if loop.holding and now >= next_work and next_renew - time.monotonic() < 0.75 * renew:
-                    renewed_at = time.monotonic()  # renewed over renew/4 ago: renewed before the work
-                    if self._renew(loop):
-                        next_renew = renewed_at + renew
-                if loop.holding and now >= next_work:
+                if loop.holding and not self.ownership.fresh(loop.name):
+                    # Not renewed within the TTL (the database away): another may claim it meanwhile.
+                    loop.holding = False
+                    log.warning("loop.stale", loop=loop.name, holder=self.ownership.holder)
+                if loop.holding and time.monotonic() >= next_work:
                     more = loop.work()
                     loop.runs += 1
                     next_work = time.monotonic() + (0.0 if more is True else loop.period_seconds)
+            except Fenced as lost:
+                loop.fenced += 1
+                loop.holding = False
+                log.warning("loop.fenced", loop=loop.name, reason=str(lost))
             except Exception as error:  # a failed round must not end the loop: log, count, go on
                 loop.errors += 1
                 loop.last_error = f"{type(error).__name__}: {error}"
                 log.exception("loop.error", loop=loop.name)
-            wait = min(next_renew, next_work) - time.monotonic() if loop.holding else renew
+            renew = self.ownership.renew_interval
+            wait = next_work - time.monotonic() if loop.holding else renew
             self._stop.wait(max(0.05, min(wait, renew)))

@@ -6,6 +6,7 @@ epoch; a lease lost (taken over, finished, released, expired) is 409 with the re
 from __future__ import annotations
 
 import time
+import zlib
 from collections.abc import Iterator, Mapping
 from functools import partial
 from typing import Annotated, Any
@@ -45,6 +46,9 @@ SNAPSHOT_WRITE_BYTES = 1 << 20
 class CorruptReport(BaseModel):
     model_config = {"extra": "forbid"}
     chunk_from: int = Field(alias="from", ge=0, le=MAX_ID)
+    crc: int | None = Field(
+        default=None, ge=0, le=2**32 - 1, description="CRC-32 of the chunk's bytes as the stream sent them"
+    )
 
 
 def lease_body(lease: RangeLease) -> dict[str, Any]:
@@ -156,12 +160,14 @@ def node_router(services: Services, metrics: Metrics) -> APIRouter:
     @router.post("/ranges/{range_id}/corrupt")
     def corrupt(range_id: Id, epoch: Epoch, report: CorruptReport, node_id: Node) -> dict[str, Any]:
         row = services.ranges.check(range_id, node_id, epoch)
-        outcome = services.ranges.corrupt(range_id, node_id, epoch, report.chunk_from)
+        outcome = services.ranges.corrupt(range_id, node_id, epoch, report.chunk_from, report.crc)
         for span in chunk_spans(int(row["start_id"]), int(row["end_id"]), settings.chunk_articles):
             if span.first == report.chunk_from:
-                services.spool.remove_chunk(range_id, span)
-                if outcome.capture:
-                    where = CorpusRange(str(row["group_name"]), int(row["start_id"]), int(row["end_id"]))
+                # Only the copy the worker read: a plain copy stored since then is good.
+                if reported(services.spool.read(range_id, span), report.crc):
+                    services.spool.remove_chunk(range_id, span)
+                where = CorpusRange(str(row["group_name"]), int(row["start_id"]), int(row["end_id"]))
+                if outcome.capture and reported(services.corpus.read(where, span), report.crc):
                     services.corpus.remove_chunk(where, span)
         log.warning("range.corrupt", range=range_id, chunk=report.chunk_from, failed=outcome.failed)
         return {"ok": True, "failed": outcome.failed, "reason": outcome.reason}
@@ -227,7 +233,7 @@ def node_router(services: Services, metrics: Metrics) -> APIRouter:
         await run(services.lanes.heartbeat, group_id, node_id, lane, epoch)
         # Streamed to storage as it arrives, then recorded under the lane's epoch: a holder that lost
         # the lane meanwhile writes a blob nobody points to, and the next PUT's prune removes it.
-        location, writer = await run(services.snapshots.writer, group_id, lane, next)
+        location, writer = await run(services.snapshots.writer, group_id, lane, next, epoch)
         try:
             pending = bytearray()
             async for piece in request.stream():
@@ -275,7 +281,7 @@ def node_router(services: Services, metrics: Metrics) -> APIRouter:
             raise HTTPException(400, f"a flush names range 0 and the lane's epoch {epoch}")
         held = await run(services.lanes.held_lane, group_id, node_id, lane, epoch)
         empty = Window(held, position=next).snapshot()
-        location, size = await run(services.snapshots.write, group_id, lane, next, [empty], "flushed")
+        location, size = await run(services.snapshots.write, group_id, lane, next, epoch, [empty], "flushed")
         result: dict[str, Any] = {}
 
         def store(tx: Tx, row: Row) -> None:
@@ -358,6 +364,11 @@ def frames(
         if not heartbeat(services, range_id, node_id, epoch):
             return
     yield encode_end()
+
+
+def reported(copy: bytes | None, crc: int | None) -> bool:
+    """Whether ``copy`` is the one a corrupt report names (any copy, for a report without a CRC)."""
+    return copy is not None and (crc is None or zlib.crc32(copy) == crc)
 
 
 def read_chunk(

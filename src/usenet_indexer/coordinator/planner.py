@@ -45,6 +45,7 @@ from usenet_indexer.coordinator.groups import GroupError
 from usenet_indexer.coordinator.news import NewsService
 from usenet_indexer.coordinator.services import Services
 from usenet_indexer.db import Database, Row
+from usenet_indexer.db.database import Fence
 from usenet_indexer.logs import get_logger
 from usenet_indexer.nntp.errors import NNTPError, NoSuchGroup
 from usenet_indexer.nntp.pool import NNTPPool
@@ -183,19 +184,21 @@ class Planner:
         clock: Callable[[], float] = time.time,
         budget_seconds: float = 10.0,
         call_timeout_seconds: float = 15.0,
+        fence: Fence | None = None,
     ) -> None:
         self.services = services
         self.news = news
         self.clock = clock
+        # The planner loop's ownership fence: every write it makes checks it (coordinator/loops.py).
+        self.fence = fence
         self.budget_seconds = budget_seconds
-        # Each call to the server is bounded (the pool retries a stalled one several times): the loop's
-        # thread renews its ownership lease only between works.
+        # Each call to the server is bounded (the pool retries a stalled one several times).
         self.call_timeout = call_timeout_seconds
         self._pass: set[str] = set()
 
     def work(self) -> bool:
-        """The loop's work: groups not yet planned in this pass, for at most ``budget_seconds`` (the
-        loop's thread renews its ownership lease between works); True while the pass is unfinished."""
+        """The loop's work: groups not yet planned in this pass, for at most ``budget_seconds`` (so
+        that a stop is heard between groups); True while the pass is unfinished."""
         started = time.monotonic()
         for group in self._groups():
             if group["name"] in self._pass:
@@ -236,7 +239,7 @@ class Planner:
 
     def _failed(self, group: Row, outcome: Outcome, reason: str) -> GroupOutcome:
         log.warning("planner.group", group=group["name"], outcome=outcome, reason=reason)
-        with self.services.db.transaction() as tx:
+        with self.services.db.transaction(fence=self.fence) as tx:
             tx.execute("group_set_error", {"group_id": group["id"], "error": reason})
         return GroupOutcome(group["name"], outcome, reason=reason)
 
@@ -244,34 +247,13 @@ class Planner:
         name = str(group["name"])
         info = self.news.run(lambda pool: pool.group(name), timeout=self.call_timeout)
         low, high = info.low, info.high
-        tail_next = group["tail_next"]
-        if tail_next is not None and high < int(tail_next) - 1:
-            reason = (
-                f"watermark reset: the server's high watermark {high} is below the {int(tail_next) - 1} "
-                "already planned; waiting for the group to pass it (nothing is planned twice). If the "
-                "server renumbered the group, remove and re-add it"
-            )
-            log.warning(
-                "planner.watermark_reset", group=name, low=low, high=high, planned_to=int(tail_next) - 1
-            )
-            with self.services.db.transaction() as tx:
-                tx.execute(
-                    "group_set_watermarks",
-                    {"group_id": group["id"], "low": low, "high": high, "error": reason},
-                )
-            return GroupOutcome(name, "reset", low, high, reason=reason)
-        if high < max(low, 1):
-            # Empty ("211 0 1 0", or "211 0 0 0" from some servers): nothing to plan, and article 0 does
-            # not exist. Watermarks recorded; ranges left below a risen low watermark still retire.
-            with self.services.db.transaction() as tx:
-                tx.execute(
-                    "group_set_watermarks", {"group_id": group["id"], "low": low, "high": high, "error": None}
-                )
-            planned = []
-        else:
-            target = self.backfill_article(group, low, high)
-            planned = self.services.groups.plan(name, max(0, low), high, backfill_to=target)
-        with self.services.db.transaction() as tx:
+        target = self.backfill_article(group, low, high) if high >= max(low, 1) else None
+        result = self.services.groups.plan(name, max(0, low), high, backfill_to=target, fence=self.fence)
+        if result.reset is not None:
+            log.warning("planner.watermark_reset", group=name, low=low, high=high, reason=result.reset)
+            return GroupOutcome(name, "reset", low, high, reason=result.reset)
+        planned = result.ranges
+        with self.services.db.transaction(fence=self.fence) as tx:
             retired = tx.run(
                 "ranges_retire",
                 {
@@ -311,6 +293,6 @@ class Planner:
             article=article,
             seconds=round(time.monotonic() - started, 2),
         )
-        with self.services.db.transaction() as tx:
+        with self.services.db.transaction(fence=self.fence) as tx:
             tx.execute("group_set_backfill_article", {"group_id": group["id"], "article": article})
         return article

@@ -50,6 +50,7 @@ from usenet_indexer.coordinator.fetching import (
 )
 from usenet_indexer.coordinator.news import NewsService
 from usenet_indexer.coordinator.services import Services
+from usenet_indexer.db.database import Fence
 from usenet_indexer.logs import get_logger
 from usenet_indexer.nntp.errors import NNTPError
 from usenet_indexer.nntp.pool import NNTPPool
@@ -126,8 +127,10 @@ class Prefetcher:
         workers: int | None = None,
         max_ranges: int = 64,
         max_jobs: int = 4000,
+        fence: Fence | None = None,
     ) -> None:
         self.services = services
+        self.fence = fence  # the prefetcher loop's (coordinator/loops.py): every record checks it
         self.settings = services.settings
         self.news = news
         self.workers = workers or 2 * news.connections
@@ -292,9 +295,11 @@ class Prefetcher:
     def store(self, job: Job, fetched: Fetched) -> int:
         """Pack, write atomically, record; returns the stored size."""
         data = pack(fetched.chunk, self.settings.spool_deflate_level)
+        if self.fence is not None:
+            self.fence.check_alive()
         write(self.services.spool, self.services.corpus, job.target, job.span, data)
-        with self.services.db.transaction() as tx:
-            record(tx, job.target.range_id, fetched, len(data), spooled=not job.present)
+        with self.services.db.transaction(fence=self.fence) as tx:
+            record(tx, job.target.range_id, fetched, data, spooled=not job.present)
         return len(data)
 
     def plan_round(self) -> tuple[list[Job], int]:
@@ -352,7 +357,7 @@ class Prefetcher:
             else:
                 planned.extend(jobs)
         if recount:
-            with services.db.transaction() as tx:
+            with services.db.transaction(fence=self.fence) as tx:
                 tx.executemany("range_set_spooled", recount)
         # Leased ranges round-robin: every range's next chunk, then every range's second, …
         ordered = [

@@ -24,6 +24,7 @@ from usenet_indexer.coordinator.planner import Planner
 from usenet_indexer.coordinator.prefetcher import Prefetcher
 from usenet_indexer.coordinator.services import Services
 from usenet_indexer.coordinator.web import web_router
+from usenet_indexer.db.database import Fence
 from usenet_indexer.leases.ownership import OwnershipLeases
 from usenet_indexer.logs import get_logger
 from usenet_indexer.runtime import tune_gc
@@ -95,18 +96,22 @@ def background_loops(services: Services, news: NewsService | None = None) -> Loo
         renew_seconds=settings.ownership_renew_seconds,
     )
     runner = LoopRunner(ownership)
-    cleanup = SpoolCleanup(services)
+    cleanup = SpoolCleanup(
+        services, abandoned_fence=runner.fence("finish-abandoned"), sweep_fence=runner.fence("spool-cleanup")
+    )
     runner.add("finish-abandoned", min(30.0, ttl / 2), cleanup.finish_abandoned)
     runner.add("spool-cleanup", settings.cleanup_period_seconds, cleanup.sweep)
     servers = settings.news_servers()
     if news is None and servers:
         news = NewsService(servers)
     if news is not None:
-        prefetcher = Prefetcher(services, news)
-        runner.add("planner", settings.planner_period_seconds, Planner(services, news).work)
+        prefetcher = Prefetcher(services, news, fence=runner.fence("prefetcher"))
+        planner = Planner(services, news, fence=runner.fence("planner"))
+        corpus_fill = CorpusFill(services, news, fence=runner.fence("corpus-fill"))
+        runner.add("planner", settings.planner_period_seconds, planner.work)
         runner.add("prefetcher", settings.prefetch_idle_seconds, prefetcher.work)
-        runner.add("corpus-fill", settings.corpus_fill_period_seconds, CorpusFill(services, news).work)
-        runner.add("probe", settings.probe_period_seconds, probe_work(services, news))
+        runner.add("corpus-fill", settings.corpus_fill_period_seconds, corpus_fill.work)
+        runner.add("probe", settings.probe_period_seconds, probe_work(services, news, runner.fence("probe")))
         runner.on_stop(prefetcher.close)
         runner.on_stop(news.close)
     return runner
@@ -115,16 +120,16 @@ def background_loops(services: Services, news: NewsService | None = None) -> Loo
 PROBE_ROUND_SECONDS = 20.0
 
 
-def probe_work(services: Services, news: NewsService) -> Callable[[], bool]:
+def probe_work(services: Services, news: NewsService, fence: Fence | None = None) -> Callable[[], bool]:
     """The catalog's Prober (PAR2 bodies of obfuscated releases) as a loop's work, on the shared pool;
     True when it took a full batch (more may be queued)."""
-    prober = Prober(services.db, news.body)
+    prober = Prober(services.db, news.body, fence=fence)
     bound = min(PROBE_ROUND_SECONDS, services.settings.ownership_ttl_seconds / 2)
 
     def work() -> bool:
         try:
-            # Bounded like every loop's work (the ownership lease is renewed between works); probes cut
-            # off here stay "working" until the queue's stale limit hands them out again.
+            # Bounded, so that a stop is heard between rounds; probes cut off here stay "working"
+            # until the queue's stale limit hands them out again.
             results = asyncio.run(asyncio.wait_for(prober.run_once(), bound))
         except TimeoutError:
             log.warning("probe.round_late", action=f"cut off after {bound:.0f} s")

@@ -424,8 +424,10 @@ def web_router(services: Services) -> APIRouter:
                 low, high = _optional_int(form.get("low")), _optional_int(form.get("high"))
                 if low is None or high is None:
                     raise ValueError("give both watermarks")
-                planned = await blocking(services.groups.plan, name, low, high)
-                return await groups_page(request, message=f"{name}: planned {len(planned)} ranges.")
+                result = await blocking(services.groups.plan, name, low, high)
+                if result.reset is not None:
+                    return await groups_page(request, message=f"{name}: nothing planned: {result.reset}.")
+                return await groups_page(request, message=f"{name}: planned {len(result.ranges)} ranges.")
         except (GroupError, ValueError) as error:
             return await groups_page(request, error=str(error))
         return await groups_page(request, error=f"unknown action {action[:40]!r}")

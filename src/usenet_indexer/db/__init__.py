@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from usenet_indexer.db.database import Database, Row, Tx, connect
+from usenet_indexer.db.database import Database, Fenced, Row, Tx, connect
 from usenet_indexer.db.migrate import upgrade
 
-__all__ = ["Database", "Row", "Tx", "connect", "upgrade"]
+__all__ = ["Database", "Fenced", "Row", "Tx", "connect", "upgrade"]

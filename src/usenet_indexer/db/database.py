@@ -26,6 +26,15 @@ Params = Mapping[str, Any] | Sequence[Any] | None
 T = TypeVar("T")
 
 
+# The SQLSTATE a fenced transaction's check raises (sql/postgresql/functions/ownership_hold.v1.sql).
+FENCED_SQLSTATE = "UI001"
+
+
+class Fenced(Exception):
+    """A transaction that began by checking its ownership lease found the lease no longer held: it
+    wrote nothing, and the loop it belongs to must stop (coordinator/loops.py)."""
+
+
 class RetryableConflict(Exception):
     """A transaction lost a race (serialization failure, deadlock) and may simply be run again."""
 
@@ -54,6 +63,16 @@ class StatementHook(Protocol):
     def before(self, statement: str, backend_pid: int | None) -> None: ...
 
     def blocked(self) -> None: ...
+
+
+class Fence(Protocol):
+    """A background loop's ownership, checked by each of its writes (leases/ownership.py)."""
+
+    def check(self, tx: Tx) -> None:
+        """First thing in a write transaction: raises ``Fenced`` (now or at commit) when not held."""
+
+    def check_alive(self) -> None:
+        """Before a write outside the database: raises ``Fenced`` when not held, by the local clock."""
 
 
 class Tx:
@@ -154,9 +173,20 @@ class Database:
         return float(row["now"])
 
     @contextmanager
-    def transaction(self, *, write: bool = True, durable: bool = True) -> Iterator[Tx]:
+    def transaction(
+        self, *, write: bool = True, durable: bool = True, fence: Fence | None = None
+    ) -> Iterator[Tx]:
         """``durable=False`` lets PostgreSQL acknowledge the commit before its WAL reaches the disk:
-        for writes whose loss in a crash is harmless (a heartbeat), never for grants or batches."""
+        for writes whose loss in a crash is harmless (a heartbeat), never for grants or batches.
+        ``fence``: a background loop's, checked first (its writes go through only while it holds
+        its ownership lease)."""
+        with self._transaction(write=write, durable=durable) as tx:
+            if fence is not None:
+                fence.check(tx)
+            yield tx
+
+    @contextmanager
+    def _transaction(self, *, write: bool, durable: bool) -> Iterator[Tx]:
         raise NotImplementedError
         yield  # pragma: no cover
 
@@ -166,11 +196,12 @@ class Database:
         *,
         attempts: int = 20,
         durable: bool = True,
+        fence: Fence | None = None,
     ) -> T:
         """Run ``work`` in a transaction, again from the start when it lost a race to another one."""
 
         def attempt() -> T:
-            with self.transaction(durable=durable) as tx:
+            with self.transaction(durable=durable, fence=fence) as tx:
                 return work(tx)
 
         return retry_conflicts(attempt, attempts)
@@ -224,6 +255,10 @@ class PostgresDatabase(Database):
                         conn.rollback()
                 if isinstance(error, errors.SerializationFailure | errors.DeadlockDetected):
                     raise RetryableConflict(str(error)) from error
+                if getattr(error, "sqlstate", None) == FENCED_SQLSTATE:
+                    raise Fenced(
+                        getattr(getattr(error, "diag", None), "message_primary", None) or str(error)
+                    ) from error
                 raise
 
     @staticmethod
@@ -244,19 +279,19 @@ class PostgresDatabase(Database):
         pid = conn.info.backend_pid
 
         def before(statement: str) -> None:
-            if self._clock_moved:
+            if hook is not None:
+                pipeline.sync()
+                hook.before(statement, pid)
+            if self._clock_moved:  # read after the hook: the test may have moved it meanwhile
                 queue.execute(
                     "SELECT set_config(%(name)s, %(value)s, false)",
                     {"name": CLOCK_OFFSET_SETTING, "value": repr(self._clock_moved)},
                 )
-            if hook is not None:
-                pipeline.sync()
-                hook.before(statement, pid)
 
         return before
 
     @contextmanager
-    def transaction(self, *, write: bool = True, durable: bool = True) -> Iterator[Tx]:
+    def _transaction(self, *, write: bool, durable: bool) -> Iterator[Tx]:
         # Leaving the pipeline waits for everything queued, COMMIT included.
         with (
             self._connection() as conn,
@@ -287,12 +322,12 @@ class PostgresDatabase(Database):
         skip = 1 if durable else 2  # the results of BEGIN (and SET) before the statement's
         with self._connection() as conn, self._psycopg.ClientCursor(conn) as cursor:
             if self.hook is not None or self._clock_moved:  # tests only
+                if self.hook is not None:
+                    self.hook.before(name, conn.info.backend_pid)
                 cursor.execute(
                     "SELECT set_config(%(name)s, %(value)s, false)",
                     {"name": CLOCK_OFFSET_SETTING, "value": repr(self._clock_moved)},
                 )
-                if self.hook is not None:
-                    self.hook.before(name, conn.info.backend_pid)
             cursor.execute(text, params or {})
             for _ in range(skip):
                 cursor.nextset()
@@ -365,7 +400,7 @@ class SqliteDatabase(Database):
             conn.execute("PRAGMA busy_timeout=60000")
 
     @contextmanager
-    def transaction(self, *, write: bool = True, durable: bool = True) -> Iterator[Tx]:
+    def _transaction(self, *, write: bool, durable: bool) -> Iterator[Tx]:
         conn = self._connection()
         cursor = conn.cursor()
         # A reader in WAL mode sees one snapshot for the whole transaction; a writer takes the lock first.

@@ -22,10 +22,10 @@ Dialect = Literal["postgresql", "sqlite"]
 # which a whole range is leased, batched and finished; ``unix_now()`` is the same host clock in
 # microseconds, registered on every connection (SQLite has no server: the host is its clock, a steady
 # one: db/clock.py).
-# On PostgreSQL a test's moved clock (db/clock.py) is a session setting, unset (NULL) in production.
+# On PostgreSQL it is ``lease_now()`` (sql/postgresql/functions/lease_now.v1.sql), which the
+# functions there call too: ``clock_timestamp()`` plus a test's moved clock (db/clock.py).
 NOW: dict[str, str] = {
-    "postgresql": "(EXTRACT(EPOCH FROM clock_timestamp())::float8"
-    " + COALESCE(NULLIF(current_setting('usenet_indexer.clock_offset', true), '')::float8, 0))",
+    "postgresql": "lease_now()",
     "sqlite": "unix_now()",
 }
 
@@ -50,7 +50,8 @@ def _read(folder: str) -> dict[str, str]:
     found: dict[str, str] = {}
     root = resources.files("usenet_indexer.db").joinpath("sql", folder)
     for entry in sorted(root.iterdir(), key=lambda e: e.name):
-        if entry.name.endswith(".sql"):
+        # schema.sql is the dialect's whole schema (db/schema.py), not named queries.
+        if entry.name.endswith(".sql") and entry.name != "schema.sql":
             for name, sql in _blocks(entry.read_text(encoding="utf-8"), f"{folder}/{entry.name}").items():
                 if name in found:
                     raise ValueError(f"{folder}/{entry.name}: query {name!r} defined twice")

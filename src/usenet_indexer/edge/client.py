@@ -181,10 +181,10 @@ class NodeClient:
         ).json()
         return result
 
-    def corrupt(self, range_id: int, epoch: int, chunk_from: int) -> dict[str, Any]:
-        response = self.request(
-            "POST", f"ranges/{range_id}/corrupt", params={"epoch": epoch}, json={"from": chunk_from}
-        )
+    def corrupt(self, range_id: int, epoch: int, chunk_from: int, crc: int | None = None) -> dict[str, Any]:
+        """Report a chunk that does not inflate; ``crc``: the CRC-32 of its bytes as streamed."""
+        body: dict[str, int] = {"from": chunk_from} if crc is None else {"from": chunk_from, "crc": crc}
+        response = self.request("POST", f"ranges/{range_id}/corrupt", params={"epoch": epoch}, json=body)
         result: dict[str, Any] = response.json()
         return result
 

@@ -168,7 +168,7 @@ def run_lane_range(
     except CorruptChunk as corrupt:
         log.warning("range.corrupt_chunk", range=lease.range_id, chunk=corrupt.first)
         try:
-            client.corrupt(lease.range_id, lease.epoch, corrupt.first)
+            client.corrupt(lease.range_id, lease.epoch, corrupt.first, corrupt.crc)
         except (LeaseLost, ApiError) as error:
             log.warning("range.corrupt_report_failed", range=lease.range_id, error=str(error))
     except Exception as error:

@@ -14,6 +14,7 @@ import queue
 import random
 import threading
 import time
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -229,7 +230,7 @@ class EdgeWorker:
         if isinstance(error, CorruptChunk):
             log.warning("range.corrupt_chunk", range=lease.range_id, chunk=error.first, error=str(error))
             try:
-                self.client.corrupt(lease.range_id, lease.epoch, error.first)
+                self.client.corrupt(lease.range_id, lease.epoch, error.first, error.crc)
             except (LeaseLost, ApiError) as report_error:
                 log.warning("range.corrupt_report_failed", range=lease.range_id, error=str(report_error))
             return
@@ -256,10 +257,10 @@ class EdgeWorker:
         True when the end was reached. ``failure()`` (a failed post) stops the range at the next
         chunk. On stop, what was indexed since the last batch is emitted too (``emit_partial``)."""
         batch_from = indexer.next_article
-        pending: tuple[int, int, Future[bytes]] | None = None
+        pending: tuple[int, int, Future[bytes], bytes] | None = None
         reached_end = False
 
-        def handle(first: int, last: int, text: Future[bytes]) -> bool:
+        def handle(first: int, last: int, text: Future[bytes], data: bytes) -> bool:
             nonlocal batch_from
             failed = failure()
             if failed is not None:
@@ -267,7 +268,7 @@ class EdgeWorker:
             try:
                 overview = text.result()
             except ChunkError as error:
-                raise CorruptChunk(first, str(error)) from None
+                raise CorruptChunk(first, str(error), zlib.crc32(data)) from None
             indexer.add_text(overview, last + 1)
             at_end = last >= lease.end
             if at_end:
@@ -283,7 +284,7 @@ class EdgeWorker:
             inflating = self._inflater.submit(inflate_chunk, data)
             if pending is not None:
                 reached_end = handle(*pending)
-            pending = (first, last, inflating)
+            pending = (first, last, inflating, data)
             if self.stop.is_set():
                 break
         if pending is not None and not self.stop.is_set():
@@ -315,9 +316,13 @@ class EdgeWorker:
 
 
 class CorruptChunk(Exception):
-    def __init__(self, first: int, message: str) -> None:
+    """A streamed chunk that does not inflate; ``crc``: the CRC-32 of its bytes, which names the copy
+    in the report (a plain copy may replace it meanwhile: leases/ranges.py ``corrupt``)."""
+
+    def __init__(self, first: int, message: str, crc: int | None = None) -> None:
         super().__init__(message)
         self.first = first
+        self.crc = crc
 
 
 class StreamCut(Exception):

@@ -5,10 +5,19 @@
 2. Every article number of a range up to its resume point is covered by exactly one stored batch,
    and a finished range is covered to its end.
 3. No group ever had more than ``max_per_group`` live leases.
-4. No stale write was accepted: every stored batch lies inside the live interval of its lease.
+4. No stale write was accepted: every stored batch lies inside the live interval of its lease, and
+   within the expiry its own write found (last heartbeat + TTL, recorded with it): a write from a
+   holder whose lease had lapsed at the write's own clock is caught even when nobody took over.
+5. Every article of a group's planned span lies in exactly one range: its ranges tile the span from
+   ``history_low`` to ``tail_next - 1`` without a gap or an overlap.
+6. One holder at a time per group lane, and every snapshot recorded within its holder's live lease.
+7. A lane's snapshot chain has no hole: every batch of a range granted through a lane was preceded by
+   that lane holder's snapshot standing at the batch's end + 1, which the lane's next holder resumes
+   from (leases/groups.py, edge/lanes.py).
 
 A lease is live from its grant until it ended (finished, released, failed) or its holder's last
-heartbeat plus the TTL (a lease silent that long is lost: see leases/ranges.py).
+heartbeat plus the TTL (a lease silent that long is lost: see leases/ranges.py). Rows written before
+the records existed (migration 0007) are skipped by the checks that need them.
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from usenet_indexer.db import Database, Row
+from usenet_indexer.leases.ranges import lane_of
 
 # Clocks in the store have microsecond resolution; equal instants are not overlaps.
 EPSILON = 1e-6
@@ -28,6 +38,8 @@ class AuditReport:
     leases: int = 0
     batches: int = 0
     ranges: int = 0
+    lanes: int = 0
+    snapshots: int = 0
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -40,12 +52,31 @@ def audit(db: Database, *, ttl: float, max_per_group: int) -> AuditReport:
         leases = tx.run("audit_leases")
         batches = tx.run("audit_batches")
         ranges = tx.run("audit_ranges")
-    report = AuditReport(leases=len(leases), batches=len(batches), ranges=len(ranges))
-    problem = report.problems.append
+        groups = tx.run("audit_groups")
+        lanes = tx.run("audit_lanes")
+        snapshots = tx.run("audit_snapshots")
+    report = AuditReport(
+        leases=len(leases),
+        batches=len(batches),
+        ranges=len(ranges),
+        lanes=len(lanes),
+        snapshots=len(snapshots),
+    )
+    intervals = _range_leases(leases, ttl, report.problems)
+    _one_holder_per_range(leases, intervals, report.problems)
+    _group_cap(leases, intervals, max_per_group, report.problems)
+    _batches(batches, ranges, intervals, report.problems)
+    _tiling(groups, ranges, report.problems)
+    lane_intervals = _lanes(lanes, ttl, report.problems)
+    _snapshots(snapshots, batches, lane_intervals, report.problems)
+    return report
 
-    # Each lease's live interval.
+
+def _range_leases(
+    leases: list[Row], ttl: float, problems: list[str]
+) -> dict[tuple[int, int], tuple[float, float]]:
+    """Each range lease's live interval."""
     intervals: dict[tuple[int, int], tuple[float, float]] = {}
-    by_range: dict[int, list[Row]] = defaultdict(list)
     for lease in leases:
         start = float(lease["granted_at"])
         if lease["ended_at"] is not None:
@@ -53,23 +84,37 @@ def audit(db: Database, *, ttl: float, max_per_group: int) -> AuditReport:
         elif int(lease["epoch"]) == int(lease["range_epoch"]) and lease["range_status"] == "leased":
             end = float(lease["range_heartbeat"]) + ttl
         else:
-            problem(f"range {lease['range_id']} epoch {lease['epoch']}: lease never ended, yet superseded")
+            problems.append(
+                f"range {lease['range_id']} epoch {lease['epoch']}: lease never ended, yet superseded"
+            )
             end = start
         intervals[(int(lease["range_id"]), int(lease["epoch"]))] = (start, end)
-        by_range[int(lease["range_id"])].append(lease)
+    return intervals
 
-    # 1. One live holder at a time, per range.
+
+def _one_holder_per_range(
+    leases: list[Row], intervals: dict[tuple[int, int], tuple[float, float]], problems: list[str]
+) -> None:
+    by_range: dict[int, list[Row]] = defaultdict(list)
+    for lease in leases:
+        by_range[int(lease["range_id"])].append(lease)
     for range_id, grants in by_range.items():
         for previous, current in itertools.pairwise(grants):
             _, prev_end = intervals[(range_id, int(previous["epoch"]))]
             granted = float(current["granted_at"])
             if granted + EPSILON < prev_end:
-                problem(
+                problems.append(
                     f"range {range_id}: epoch {current['epoch']} granted at {granted:.3f} while epoch "
                     f"{previous['epoch']} was live until {prev_end:.3f}"
                 )
 
-    # 3. The group cap, at every grant.
+
+def _group_cap(
+    leases: list[Row],
+    intervals: dict[tuple[int, int], tuple[float, float]],
+    max_per_group: int,
+    problems: list[str],
+) -> None:
     by_group: dict[int, list[tuple[float, float, int, int]]] = defaultdict(list)
     for lease in leases:
         start, end = intervals[(int(lease["range_id"]), int(lease["epoch"]))]
@@ -82,34 +127,143 @@ def audit(db: Database, *, ttl: float, max_per_group: int) -> AuditReport:
                 if (r, ep) != (range_id, epoch) and s <= start + EPSILON and e > start + EPSILON
             )
             if live >= max_per_group:
-                problem(
+                problems.append(
                     f"group {group_id}: range {range_id} epoch {epoch} granted with {live} other live leases"
                 )
 
-    # 2. and 4. Batches: contiguous, each once, each within its lease's live interval.
+
+def _batches(
+    batches: list[Row],
+    ranges: list[Row],
+    intervals: dict[tuple[int, int], tuple[float, float]],
+    problems: list[str],
+) -> None:
+    """Contiguous, each once, each within its lease's live interval and the expiry its write found."""
     batches_of: dict[int, list[Row]] = defaultdict(list)
     for batch in batches:
         batches_of[int(batch["range_id"])].append(batch)
         key = (int(batch["range_id"]), int(batch["epoch"]))
         stored = float(batch["stored_at"])
+        span = f"batch {batch['from_id']}–{batch['to_id']} of epoch {key[1]}"
+        if batch["lease_expires_at"] is not None and stored > float(batch["lease_expires_at"]) + EPSILON:
+            problems.append(
+                f"range {key[0]}: {span} stored at {stored:.3f}, after its lease had lapsed "
+                f"at {float(batch['lease_expires_at']):.3f}"
+            )
         if key not in intervals:
-            problem(f"range {key[0]}: batch stored under epoch {key[1]}, which was never granted")
+            problems.append(f"range {key[0]}: batch stored under epoch {key[1]}, which was never granted")
             continue
         start, end = intervals[key]
         if not start - EPSILON <= stored <= end + EPSILON:
-            problem(
-                f"range {key[0]}: batch {batch['from_id']}–{batch['to_id']} of epoch {key[1]} stored at "
-                f"{stored:.3f}, outside its lease {start:.3f}–{end:.3f}"
+            problems.append(
+                f"range {key[0]}: {span} stored at {stored:.3f}, outside its lease {start:.3f}–{end:.3f}"
             )
     for row in ranges:
         range_id = int(row["id"])
         expected = int(row["start_id"])
         for batch in batches_of.get(range_id, []):
             if int(batch["from_id"]) != expected:
-                problem(f"range {range_id}: batch from {batch['from_id']} where {expected} was expected")
+                problems.append(
+                    f"range {range_id}: batch from {batch['from_id']} where {expected} was expected"
+                )
             expected = int(batch["to_id"]) + 1
         if expected != int(row["next_id"]):
-            problem(f"range {range_id}: batches cover up to {expected - 1}, resume point is {row['next_id']}")
+            problems.append(
+                f"range {range_id}: batches cover up to {expected - 1}, resume point is {row['next_id']}"
+            )
         if row["status"] == "done" and int(row["next_id"]) != int(row["end_id"]) + 1:
-            problem(f"range {range_id} is done at {row['next_id']}, short of its end {row['end_id']}")
-    return report
+            problems.append(f"range {range_id} is done at {row['next_id']}, short of its end {row['end_id']}")
+
+
+def _tiling(groups: list[Row], ranges: list[Row], problems: list[str]) -> None:
+    """Each group's ranges, in article order, tile its planned span exactly."""
+    by_group: dict[int, list[Row]] = defaultdict(list)
+    for row in ranges:
+        by_group[int(row["group_id"])].append(row)
+    for group in groups:
+        own = by_group.get(int(group["id"]), [])
+        if group["tail_next"] is None:
+            if own:
+                problems.append(f"group {group['name']}: {len(own)} ranges, but nothing planned")
+            continue
+        expected, last = int(group["history_low"]), int(group["tail_next"]) - 1
+        for row in own:  # ordered by start
+            start, end = int(row["start_id"]), int(row["end_id"])
+            if start != expected:
+                what = "a gap" if start > expected else "an overlap"
+                problems.append(
+                    f"group {group['name']}: {what} before range {row['id']} ({start}–{end}); "
+                    f"{expected} was the next article to plan"
+                )
+            expected = max(expected, end + 1)
+        if expected - 1 != last:
+            problems.append(
+                f"group {group['name']}: its ranges end at {expected - 1}, its planned span at {last}"
+            )
+
+
+def _lanes(
+    lanes: list[Row], ttl: float, problems: list[str]
+) -> dict[tuple[int, str, int], tuple[float, float]]:
+    """Each lane lease's live interval; one holder at a time per lane."""
+    intervals: dict[tuple[int, str, int], tuple[float, float]] = {}
+    by_lane: dict[tuple[int, str], list[tuple[float, float, int]]] = defaultdict(list)
+    for lane in lanes:
+        key = (int(lane["group_id"]), str(lane["lane"]), int(lane["epoch"]))
+        start = float(lane["granted_at"])
+        if lane["ended_at"] is not None:
+            end = float(lane["ended_at"])
+        elif int(lane["epoch"]) == int(lane["lane_epoch"]) and lane["lane_node"] is not None:
+            end = float(lane["lane_heartbeat"]) + ttl
+        else:
+            problems.append(f"group {key[0]} {key[1]} lane epoch {key[2]}: never ended, yet superseded")
+            end = start
+        intervals[key] = (start, end)
+        by_lane[key[:2]].append((start, end, key[2]))
+    for (group_id, lane_name), spans in by_lane.items():
+        for (_, prev_end, prev_epoch), (start, _, epoch) in itertools.pairwise(
+            sorted(spans, key=lambda s: s[2])
+        ):
+            if start + EPSILON < prev_end:
+                problems.append(
+                    f"group {group_id} {lane_name} lane: epoch {epoch} claimed at {start:.3f} while epoch "
+                    f"{prev_epoch} was live until {prev_end:.3f}"
+                )
+    return intervals
+
+
+def _snapshots(
+    snapshots: list[Row],
+    batches: list[Row],
+    lane_intervals: dict[tuple[int, str, int], tuple[float, float]],
+    problems: list[str],
+) -> None:
+    """Snapshots within their lane leases; every lane batch preceded by its holder's snapshot."""
+    recorded: dict[tuple[int, str, int, int], float] = {}
+    for snapshot in snapshots:
+        key = (int(snapshot["group_id"]), str(snapshot["lane"]), int(snapshot["epoch"]))
+        at = float(snapshot["recorded_at"])
+        where = f"group {key[0]} {key[1]} lane epoch {key[2]}: snapshot at {snapshot['next']}"
+        if at > float(snapshot["lease_expires_at"]) + EPSILON:
+            problems.append(f"{where} recorded at {at:.3f}, after the lane had lapsed")
+        interval = lane_intervals.get(key)
+        if interval is None:
+            problems.append(f"{where} recorded under an epoch never claimed")
+        elif not interval[0] - EPSILON <= at <= interval[1] + EPSILON:
+            problems.append(
+                f"{where} recorded at {at:.3f}, outside the lane's lease {interval[0]:.3f}–{interval[1]:.3f}"
+            )
+        chained = (*key, int(snapshot["next"]))
+        recorded[chained] = min(recorded.get(chained, at), at)
+    for batch in batches:
+        if batch["lane_epoch"] is None:
+            continue
+        lane = lane_of(int(batch["priority"]))
+        chain = (int(batch["group_id"]), lane, int(batch["lane_epoch"]), int(batch["to_id"]) + 1)
+        before = recorded.get(chain)
+        if before is None or before > float(batch["stored_at"]) + EPSILON:
+            problems.append(
+                f"range {batch['range_id']}: batch {batch['from_id']}–{batch['to_id']} of a {lane} lane "
+                f"(epoch {batch['lane_epoch']}) stored with no snapshot of that holder standing at "
+                f"{batch['to_id'] + 1} before it: the lane's next holder would resume with an empty window"
+            )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from usenet_indexer.db import Fenced
+
 
 class LeaseLost(Exception):
     """The caller no longer holds the lease it named (HTTP 409). The reason says why; stop at once."""
@@ -17,3 +19,8 @@ class StaleBatch(LeaseLost):
 
 class RangeError(ValueError):
     """A request that names impossible numbers (a batch past the range's end, to < from): HTTP 400."""
+
+
+class OwnershipLost(Fenced):
+    """A loop's ownership lease is gone (taken over, expired, never renewed in time): the loop stops
+    its work where it is, before writing anything more (self-fencing, seed 004)."""

@@ -4,15 +4,23 @@ article order, carrying a window of releases still open across range boundaries.
 A lane is ``history`` (priority >= 0) or ``tail`` (priority < 0); each has its own holder, window and
 snapshot. Ranges in a held lane are not handed to plain range leases. The window's snapshot is recorded
 here (article N, size, where it lies) under the group lease's epoch; writing the bytes is storage's job.
+
+Every write of a holder locks the lane's row, checks it, and writes conditionally on holder, epoch and
+the TTL at its own clock, refusing when no row comes back: a snapshot checked with a plain read and
+written by an unchecked UPDATE answered 200 for a holder that had just lost the lane, and its window's
+open releases were lost (issue 14). A range granted through a lane carries the lane's epoch
+(``ranges.lane_epoch``): its batches are stored only while that lane is still held (leases/ranges.py).
+Claims and ends are logged (``lane_log``), snapshots too (``snapshot_log``), for the audit.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from usenet_indexer.db import Database, Row, Tx
 from usenet_indexer.leases.errors import LeaseLost
+from usenet_indexer.leases.explain import explain_lane
 from usenet_indexer.leases.ranges import LANES, Lane, RangeLease, RangeLeases, grant
 
 
@@ -64,38 +72,53 @@ class GroupLeases:
                 # check for a held lane after taking the same lock.
                 tx.execute("group_for_update", key)
                 tx.execute("group_lane_ensure", key)
-                claimed = tx.one("group_lane_claim", key)
-                if claimed is not None:
-                    tx.execute("node_seen", key)
-                    return GroupLease(
-                        group_id=int(candidate["group_id"]),
-                        group=str(candidate["name"]),
-                        lane=lane,
-                        epoch=int(claimed["epoch"]),
-                        snapshot_next=_int(claimed["snapshot_next"]),
-                        snapshot_size=_int(claimed["snapshot_size"]),
+                before = tx.one("group_lane_for_update", key)
+                assert before is not None
+                claimed = tx.one("group_lane_claim", {**key, "prev_epoch": before["epoch"]})
+                if claimed is None:
+                    continue  # held live after all (the candidates were read before the locks)
+                if before["node_id"] is not None:
+                    end_lane(
+                        tx, key, int(before["epoch"]), float(before["heartbeat_at"]) + self.ttl, "expired"
                     )
+                tx.execute(
+                    "lane_log_grant",
+                    {
+                        **key,
+                        "epoch": claimed["epoch"],
+                        "granted_at": claimed["leased_at"],
+                        "took_over": before["node_id"] is not None,
+                    },
+                )
+                tx.execute("node_seen", key)
+                return GroupLease(
+                    group_id=int(candidate["group_id"]),
+                    group=str(candidate["name"]),
+                    lane=lane,
+                    epoch=int(claimed["epoch"]),
+                    snapshot_next=_int(claimed["snapshot_next"]),
+                    snapshot_size=_int(claimed["snapshot_size"]),
+                )
             return None
 
         return self.db.retrying(claim)
 
-    def held(self, tx: Tx, group_id: int, node_id: int, lane: Lane, epoch: int) -> Row:
-        row = tx.one("group_lane_get", {"group_id": group_id, "lane": lane})
-        if row is None:
-            raise LeaseLost(f"group {group_id} has no {lane} lane lease")
-        if int(row["epoch"]) != epoch or row["node_id"] is None or int(row["node_id"]) != node_id:
-            if row["node_id"] is None and int(row["epoch"]) == epoch:
-                raise LeaseLost(f"group {row['name']}'s {lane} lane was released")
-            raise LeaseLost(
-                f"group {row['name']}'s {lane} lane was taken over (epoch {row['epoch']}; yours was {epoch})"
-            )
-        silent = float(row["now"]) - float(row["heartbeat_at"])
-        if silent > self.ttl:
-            raise LeaseLost(
-                f"group {row['name']}'s {lane} lane lease expired: silent for {silent:.0f} s, "
-                f"longer than the {self.ttl:.0f} s TTL"
-            )
+    def held(self, tx: Tx, group_id: int, node_id: int, lane: Lane, epoch: int, *, lock: bool = True) -> Row:
+        """The lane's row if ``node_id`` holds it at ``epoch`` (locked, unless ``lock=False`` for a
+        read); else LeaseLost with the reason."""
+        key = {"group_id": group_id, "lane": lane}
+        row = tx.one("group_lane_for_update" if lock else "group_lane_get", key)
+        reason = explain_lane(row, group_id, lane, node_id, epoch, self.ttl)
+        if reason is not None:
+            raise LeaseLost(reason)
+        assert row is not None
         return row
+
+    def _refused(self, tx: Tx, group_id: int, node_id: int, lane: Lane, epoch: int) -> LeaseLost:
+        """A holder's write refused although its check passed a moment before: the lease lapsed."""
+        row = tx.one("group_lane_get", {"group_id": group_id, "lane": lane})
+        reason = explain_lane(row, group_id, lane, node_id, epoch, self.ttl)
+        return LeaseLost(reason or f"group {group_id}'s {lane} lane: the write was refused")
 
     def next(self, group_id: int, node_id: int, lane: str, epoch: int) -> RangeLease | None:
         """The lane's next range in article order, leased to the lane's holder (None: nothing left now)."""
@@ -105,24 +128,31 @@ class GroupLeases:
             "lane": lane,
             "history": lane == "history",
             "node_id": node_id,
+            "epoch": epoch,
             "ttl": self.ttl,
         }
 
         def take(tx: Tx) -> RangeLease | None:
             tx.execute("group_for_update", key)
             self.held(tx, group_id, node_id, lane, epoch)
-            tx.execute("group_lane_heartbeat", {**key, "epoch": epoch})
+            if tx.one("group_lane_heartbeat", key) is None:
+                raise self._refused(tx, group_id, node_id, lane, epoch)
             pick = tx.one("group_lane_next_range", key)
             if pick is None or pick["live"]:
                 # Nothing left, or the next range in order is held by someone else (a plain range
                 # lease from before the lane was claimed, a dead holder not yet past its TTL): wait.
                 return None
+            if tx.one("range_try_lock", {"range_id": pick["range_id"]}) is None:
+                return None  # a write for it is in flight (its lapsed holder's last batch): wait
             live = tx.one("group_live_leases", {**key, "except_range": pick["range_id"]})
             assert live is not None
             if int(live["n"]) >= self.ranges.max_per_group:
                 return None
-            lease = grant(tx, pick, node_id, self.ttl)
-            tx.execute("group_lane_current", {**key, "range_id": lease.range_id})
+            lease = grant(tx, pick, node_id, self.ttl, lane_epoch=epoch)
+            if lease is None:
+                return None  # changed since the pick: the worker asks again
+            if tx.one("group_lane_current", {**key, "range_id": lease.range_id}) is None:
+                raise self._refused(tx, group_id, node_id, lane, epoch)
             return lease
 
         return self.db.retrying(take)
@@ -130,24 +160,25 @@ class GroupLeases:
     def held_lane(self, group_id: int, node_id: int, lane: str, epoch: int) -> str:
         """The group's name if ``node_id`` holds its ``lane`` at ``epoch``; else LeaseLost."""
         with self.db.transaction(write=False) as tx:
-            return str(self.held(tx, group_id, node_id, check_lane(lane), epoch)["name"])
+            return str(self.held(tx, group_id, node_id, check_lane(lane), epoch, lock=False)["name"])
 
     def heartbeat(self, group_id: int, node_id: int, lane: str, epoch: int) -> None:
         lane = check_lane(lane)
+        key = {"group_id": group_id, "lane": lane, "node_id": node_id, "epoch": epoch, "ttl": self.ttl}
         with self.db.transaction() as tx:
             self.held(tx, group_id, node_id, lane, epoch)
-            tx.execute(
-                "group_lane_heartbeat",
-                {"group_id": group_id, "lane": lane, "node_id": node_id, "epoch": epoch, "ttl": self.ttl},
-            )
+            if tx.one("group_lane_heartbeat", key) is None:
+                raise self._refused(tx, group_id, node_id, lane, epoch)
 
     def release(self, group_id: int, node_id: int, lane: str, epoch: int) -> None:
         lane = check_lane(lane)
+        key = {"group_id": group_id, "lane": lane, "node_id": node_id, "epoch": epoch, "ttl": self.ttl}
         with self.db.transaction() as tx:
             self.held(tx, group_id, node_id, lane, epoch)
-            tx.execute(
-                "group_lane_release", {"group_id": group_id, "lane": lane, "node_id": node_id, "epoch": epoch}
-            )
+            released = tx.one("group_lane_release", key)
+            if released is None:
+                raise self._refused(tx, group_id, node_id, lane, epoch)
+            end_lane(tx, key, epoch, float(released["now"]), "released")
 
     def record_snapshot(
         self, group_id: int, node_id: int, lane: str, epoch: int, *, next: int, size: int, location: str
@@ -157,8 +188,8 @@ class GroupLeases:
         if next <= 0 or size < 0:
             raise ValueError(f"a snapshot stands at an article > 0 with a size >= 0, not {next} and {size}")
         with self.db.transaction() as tx:
-            self.held(tx, group_id, node_id, lane, epoch)
-            _record_snapshot(tx, group_id, node_id, lane, epoch, next, size, location)
+            row = self.held(tx, group_id, node_id, lane, epoch)
+            self._record_snapshot(tx, row, node_id, lane, epoch, next, size, location)
 
     def snapshot(
         self, group_id: int, node_id: int, lane: str, epoch: int, at: int | None = None
@@ -168,7 +199,7 @@ class GroupLeases:
         batch that moves its range's resume point)."""
         lane = check_lane(lane)
         with self.db.transaction(write=False) as tx:
-            row = self.held(tx, group_id, node_id, lane, epoch)
+            row = self.held(tx, group_id, node_id, lane, epoch, lock=False)
         for prefix in ("snapshot", "previous"):
             next_article = row[f"{prefix}_next"]
             if next_article is not None and (at is None or int(next_article) == at):
@@ -195,7 +226,29 @@ class GroupLeases:
             tx.execute("group_for_update", {"group_id": group_id})
             row = self.held(tx, group_id, node_id, lane, epoch)
             store(tx, row)
-            _record_snapshot(tx, group_id, node_id, lane, epoch, next, size, location)
+            self._record_snapshot(tx, row, node_id, lane, epoch, next, size, location)
+
+    def _record_snapshot(
+        self, tx: Tx, held: Row, node_id: int, lane: str, epoch: int, next: int, size: int, location: str
+    ) -> None:
+        """The lane's snapshot moved to ``next`` (its last kept as the previous), conditional on the
+        holder still holding the lane at this statement's clock, and logged for the audit."""
+        group_id = int(held["group_id"])
+        params = {"group_id": group_id, "lane": lane, "node_id": node_id, "epoch": epoch, "ttl": self.ttl}
+        recorded = tx.one("group_lane_snapshot", {**params, "next": next, "size": size, "location": location})
+        if recorded is None:
+            raise self._refused(tx, group_id, node_id, check_lane(lane), epoch)
+        tx.execute(
+            "snapshot_log_insert",
+            {
+                **params,
+                "next": next,
+                "size": size,
+                "location": location,
+                "recorded_at": recorded["snapshot_at"],
+                "lease_expires_at": float(held["heartbeat_at"]) + self.ttl,
+            },
+        )
 
     def kept_locations(self, group_id: int, lane: str) -> set[str]:
         """The snapshots the lane still points to (the rest may be pruned)."""
@@ -210,8 +263,14 @@ def _int(value: object) -> int | None:
     return None if value is None else int(value)  # type: ignore[call-overload]
 
 
-def _record_snapshot(
-    tx: Tx, group_id: int, node_id: int, lane: str, epoch: int, next: int, size: int, location: str
-) -> None:
-    params = {"group_id": group_id, "lane": lane, "node_id": node_id, "epoch": epoch}
-    tx.execute("group_lane_snapshot", {**params, "next": next, "size": size, "location": location})
+def end_lane(tx: Tx, key: Mapping[str, object], epoch: int, ended_at: float, reason: str) -> None:
+    tx.execute(
+        "lane_log_end",
+        {
+            "group_id": key["group_id"],
+            "lane": key["lane"],
+            "epoch": epoch,
+            "ended_at": ended_at,
+            "reason": reason,
+        },
+    )

@@ -11,16 +11,24 @@ the holder of its lease. The invariants, none of which may be dropped:
    over, and the caller must stop its loop (self-fencing) instead of writing on.
 
 Listing expired leases is for inspection only: taking over happens through ``acquire`` alone.
+
+A loop's writes are fenced too (``OwnershipFence``): each write transaction starts by checking, in the
+database, that this holder still holds the loop at its epoch, and keeps the lease's row share-locked
+until it commits, so no claim lands between the check and the writes. A planner pass outlived its
+30 s lease (15 s on a group, 60 s searching a backfill date), another coordinator claimed the loop,
+and both planned the same group (issue 14).
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from usenet_indexer.db import Database, Row, Tx
+from usenet_indexer.leases.errors import OwnershipLost
 
 DEFAULT_TTL_SECONDS = 30.0
 DEFAULT_RENEW_SECONDS = 10.0
@@ -74,6 +82,7 @@ class OwnershipLeases:
         self.renew_interval = float(renew_seconds)
         self.clock = clock
         self._held: dict[str, int] = {}
+        self._renewed: dict[str, float] = {}  # time.monotonic() of each lease's last claim or renewal
 
     def _now(self) -> float | None:
         return None if self.clock is None else float(self.clock())
@@ -97,9 +106,11 @@ class OwnershipLeases:
 
         def claim(tx: Tx) -> Claim:
             tx.execute("ownership_ensure", params)
+            started = time.monotonic()
             row = tx.one("ownership_claim", params)
             if row is not None:
                 self._held[name] = int(row["epoch"])
+                self._renewed[name] = started
                 return Claim(True, name, int(row["epoch"]), self.holder, float(row["expires_at"]))
             current = tx.one("ownership_get", params)
             assert current is not None
@@ -113,11 +124,20 @@ class OwnershipLeases:
         if epoch is None:
             return False
         params = {"name": name, "holder": self.holder, "epoch": epoch, "ttl": self.ttl, "now": self._now()}
+        started = time.monotonic()  # the lease runs from before the renewal was sent, not after
         with self.db.transaction() as tx:
             ok = tx.one("ownership_renew", params) is not None
-        if not ok:
+        if ok:
+            self._renewed[name] = started
+        else:
             self._held.pop(name, None)
         return ok
+
+    def fresh(self, name: str) -> bool:
+        """Held, and renewed (by this process's own clock) less than a TTL ago: past that, another
+        coordinator may have claimed it, whatever this process last heard (self-fencing)."""
+        renewed = self._renewed.get(name)
+        return name in self._held and renewed is not None and time.monotonic() - renewed < self.ttl
 
     def renew_all(self) -> list[str]:
         """Renew every lease held; returns the names lost (stop their loops)."""
@@ -152,6 +172,48 @@ class OwnershipLeases:
         """Leases recorded under this holder, live or not (reconciling after a restart)."""
         with self.db.transaction(write=False) as tx:
             return [_ownership(r) for r in tx.run("ownership_of_holder", {"holder": self.holder})]
+
+
+class OwnershipFence:
+    """The loop ``name``'s fence (a ``db.database.Fence``): its writes go through only while this
+    process holds the loop."""
+
+    def __init__(self, ownership: OwnershipLeases, name: str) -> None:
+        self.ownership = ownership
+        self.name = name
+
+    def alive(self) -> bool:
+        """Held and renewed within its TTL, as far as this process knows (no database call)."""
+        return self.ownership.fresh(self.name)
+
+    def check_alive(self) -> None:
+        """OwnershipLost unless ``alive()``: before work that writes outside the database (spool
+        files), which no transaction can fence."""
+        if not self.alive():
+            raise OwnershipLost(self._lost())
+
+    def check(self, tx: Tx) -> None:
+        """Checked in ``tx`` (and the lease's row share-locked until it ends); OwnershipLost when it is
+        not held. On PostgreSQL the check is queued and fails the transaction at its next read or its
+        commit (SQLSTATE UI001, raised as ``db.Fenced``), which saves a round trip per transaction."""
+        self.check_alive()
+        epoch = self.ownership.epoch(self.name)
+        params = {
+            "name": self.name,
+            "holder": self.ownership.holder,
+            "epoch": epoch,
+            "now": self.ownership._now(),
+        }
+        if tx.dialect == "postgresql":
+            tx.execute("ownership_hold", params)
+        elif tx.one("ownership_hold", params) is None:
+            raise OwnershipLost(self._lost())
+
+    def _lost(self) -> str:
+        return (
+            f"loop {self.name}: this coordinator ({self.ownership.holder}) no longer holds its ownership "
+            "lease; its work stops here"
+        )
 
 
 def all_ownerships(db: Database) -> list[tuple[Ownership, float]]:

@@ -14,9 +14,24 @@ The rules, each from seed 000 unless said otherwise:
   holder waking from a stall would make a third live lease in a group that granted a second meanwhile.
 - All lease arithmetic uses the database's clock.
 
+Writes under a lease, and why each is shaped as it is (issue 14, each race reproduced on PostgreSQL by
+stopping one operation between two statements: tests/integration/leases/test_interleavings.py):
+
+- **Every write a lease allows is conditional, in its own statement, on everything it was decided
+  on** (node, epoch, status, the TTL at that statement's clock), and its caller checks that a row came
+  back. A batch read its range, waited on its group's merge lock while its lease lapsed, and was stored
+  anyway, reviving the lease beside a grant that had counted it dead: three live leases in a group of
+  two. A lane's grant wrote ``WHERE id`` alone over a retire that committed after its pick.
+- **On PostgreSQL a write locks its range's row before it checks the TTL.** One UPDATE judges its
+  conditions before waiting for a row another transaction only locked, and goes on with them after.
+- **A grant counts a lapsed lease as live while another transaction holds its row** (a write in
+  flight checked its TTL before committing): ``group_live_leases``. A grant never waits on a range's
+  row while holding its group's; a finish takes them the other way round.
+
 PostgreSQL grants in one statement (``lease_take``, a function: see migration 0002 for why), SQLite
-under BEGIN IMMEDIATE. A grant, a lane claim and a lane's next range each lock the group's row first
-and count its live leases after the lock, which is what keeps the cap exact.
+under BEGIN IMMEDIATE, which serializes every write: there a transaction's checks and writes see one
+state. A grant, a lane claim and a lane's next range each lock the group's row first and count its
+live leases after the lock, which is what keeps the cap exact.
 """
 
 from __future__ import annotations
@@ -27,8 +42,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from usenet_indexer.db import Database, Row, Tx
-from usenet_indexer.db.database import retry_conflicts
+from usenet_indexer.db.database import Fence, retry_conflicts
 from usenet_indexer.leases.errors import LeaseLost, RangeError, StaleBatch
+from usenet_indexer.leases.explain import explain_lane, explain_range
 
 Lane = Literal["history", "tail"]
 LANES: tuple[Lane, ...] = ("history", "tail")
@@ -94,30 +110,6 @@ class BatchReceipt:
 BatchStore = Callable[[Tx, Row], Mapping[str, Any]]
 
 
-def explain(row: Row | None, range_id: int, node_id: int, epoch: int, ttl: float) -> str | None:
-    """Why ``node_id`` at ``epoch`` does not hold ``range_id`` (None: it does)."""
-    if row is None:
-        return f"unknown range {range_id}"
-    current = int(row["epoch"])
-    if epoch != current or (row["node_id"] is not None and int(row["node_id"]) != node_id):
-        if epoch > current:
-            return f"range {range_id} has no lease epoch {epoch} (its epoch is {current})"
-        return f"range {range_id} was taken over (epoch {current}; yours was {epoch})"
-    status = row["status"]
-    if status == "done":
-        return f"range {range_id} is finished"
-    if status == "planned":
-        return f"range {range_id} was released"
-    if status == "failed":
-        return f"range {range_id} failed: {row['error']}"
-    if row["node_id"] is None or int(row["node_id"]) != node_id:
-        return f"range {range_id} is not leased to this node"
-    silent = float(row["now"]) - float(row["heartbeat_at"])
-    if silent > ttl:
-        return f"range {range_id}'s lease expired: silent for {silent:.0f} s, longer than the {ttl:.0f} s TTL"
-    return None
-
-
 class RangeLeases:
     def __init__(
         self,
@@ -151,7 +143,7 @@ class RangeLeases:
             pick = tx.one("lease_pick", params)
             if pick is None:
                 return None
-            return grant(tx, pick, node_id, self.ttl)
+            return grant(tx, pick, node_id, self.ttl)  # under BEGIN IMMEDIATE the pick still holds
 
         return self.db.retrying(take)
 
@@ -160,7 +152,7 @@ class RangeLeases:
     def held(self, tx: Tx, range_id: int, node_id: int, epoch: int) -> Row:
         """The range row, locked, if ``node_id`` holds it at ``epoch``; else LeaseLost with the reason."""
         row = tx.one("range_for_update", {"range_id": range_id})
-        reason = explain(row, range_id, node_id, epoch, self.ttl)
+        reason = explain_range(row, range_id, node_id, epoch, self.ttl)
         if reason is not None:
             raise LeaseLost(reason)
         assert row is not None
@@ -170,7 +162,7 @@ class RangeLeases:
         """The range (with its group's name) if ``node_id`` holds it at ``epoch``; else LeaseLost."""
         with self.db.transaction(write=False) as tx:
             row = tx.one("range_with_group", {"range_id": range_id})
-        reason = explain(row, range_id, node_id, epoch, self.ttl)
+        reason = explain_range(row, range_id, node_id, epoch, self.ttl)
         if reason is not None:
             raise LeaseLost(reason)
         assert row is not None
@@ -185,7 +177,7 @@ class RangeLeases:
                     tx.execute("node_seen", params)
             return
         with self.db.transaction(write=False) as tx:
-            reason = explain(tx.one("range_get", params), range_id, node_id, epoch, self.ttl)
+            reason = explain_range(tx.one("range_get", params), range_id, node_id, epoch, self.ttl)
         raise LeaseLost(reason or f"range {range_id}: heartbeat refused")
 
     def finish(self, range_id: int, node_id: int, epoch: int) -> FinishedRange:
@@ -237,19 +229,24 @@ class RangeLeases:
     def _why_not(self, params: dict[str, Any]) -> tuple[Row, str | None]:
         with self.db.transaction(write=False) as tx:
             row = tx.one("range_get", params)
-        reason = explain(row, params["range_id"], params["node_id"], params["epoch"], self.ttl)
+        reason = explain_range(row, params["range_id"], params["node_id"], params["epoch"], self.ttl)
         if row is None:
             raise LeaseLost(reason or f"unknown range {params['range_id']}")
         return row, reason
 
-    def corrupt(self, range_id: int, node_id: int, epoch: int, chunk_from: int) -> CorruptOutcome:
+    def corrupt(
+        self, range_id: int, node_id: int, epoch: int, chunk_from: int, crc: int | None = None
+    ) -> CorruptOutcome:
         """A chunk that does not inflate. First report: fetch it plain next time and replan the range.
         A report after a plain copy was fetched: not the server's compression; the range fails.
 
         A report while no plain copy has been fetched yet replans again: the compressed copy may have
         been in flight, or the prefetcher's targets not refreshed yet, and spooled again (range
-        161820, seed 000).
+        161820, seed 000). ``crc``, the CRC-32 of the copy the worker read: a report fails the range
+        only when it names the plain copy. The prefetcher may store the plain copy between a worker's
+        stream of the compressed one and its report, and a good range failed (issue 14, from reading).
         """
+        params = {"range_id": range_id, "node_id": node_id, "epoch": epoch, "ttl": self.ttl}
         with self.db.transaction() as tx:
             row = self.held(tx, range_id, node_id, epoch)
             if not int(row["start_id"]) <= chunk_from <= int(row["end_id"]):
@@ -263,36 +260,47 @@ class RangeLeases:
             if capture:
                 # Not complete in the corpus any more: the corpus fill fetches the chunk again.
                 tx.execute("range_uncapture", key)
-            if before is not None and before["fetched_plain_at"] is not None:
+            plain_read = crc is None or (before is not None and before["plain_crc"] == crc)
+            if before is not None and before["fetched_plain_at"] is not None and plain_read:
                 reason = f"chunk {chunk_from} doesn't inflate, also fetched plain"
-                failed = tx.one("range_fail", {"range_id": range_id, "error": reason})
-                assert failed is not None
+                failed = tx.one("range_fail", {**params, "error": reason})
+                if failed is None:
+                    raise LeaseLost(self._lapsed(tx, params))
                 end_lease(tx, range_id, epoch, float(failed["now"]), "failed")
                 return CorruptOutcome(range_id, int(row["group_id"]), chunk_from, True, capture, reason)
-            released = tx.one("range_release", {"range_id": range_id})
-            assert released is not None
-            end_lease(tx, range_id, epoch, float(released["now"]), "corrupt")
+            replanned = tx.one("range_replan", params)
+            if replanned is None:
+                raise LeaseLost(self._lapsed(tx, params))
+            end_lease(tx, range_id, epoch, float(replanned["now"]), "corrupt")
             reason = f"chunk {chunk_from} doesn't inflate: replanned, to be fetched plain"
             return CorruptOutcome(range_id, int(row["group_id"]), chunk_from, False, capture, reason)
 
-    def mark_fetched_plain(self, range_id: int, chunk_from: int) -> None:
-        """The prefetcher spooled a plain copy of a chunk reported corrupt."""
+    def _lapsed(self, tx: Tx, params: Mapping[str, Any]) -> str:
+        """Why a write the holder was allowed a moment ago was refused: its lease lapsed meanwhile."""
+        range_id, node_id, epoch = params["range_id"], params["node_id"], params["epoch"]
+        reason = explain_range(tx.one("range_get", params), range_id, node_id, epoch, self.ttl)
+        return reason or f"range {range_id}: the write was refused"
+
+    def mark_fetched_plain(self, range_id: int, chunk_from: int, crc: int | None = None) -> None:
+        """The prefetcher spooled a plain copy of a chunk reported corrupt (``crc``: its CRC-32)."""
         with self.db.transaction() as tx:
-            tx.execute("plain_chunk_fetched", {"range_id": range_id, "chunk_from": chunk_from})
+            tx.execute(
+                "plain_chunk_fetched", {"range_id": range_id, "chunk_from": chunk_from, "plain_crc": crc}
+            )
 
     def plain_chunks(self, range_id: int) -> list[int]:
         """Chunks of the range to fetch plain (reported corrupt)."""
         with self.db.transaction(write=False) as tx:
             return [int(r["chunk_from"]) for r in tx.run("plain_chunks_of", {"range_id": range_id})]
 
-    def finish_abandoned(self) -> list[FinishedRange]:
+    def finish_abandoned(self, fence: Fence | None = None) -> list[FinishedRange]:
         """Ranges read to their end whose worker went quiet before finishing them: done.
 
         The lease query skips a range past its end, so one whose finish never came stayed leased for
         good (a gap range, during a lock pile-up; seed 000). Its batches are all stored.
         """
         done: list[FinishedRange] = []
-        with self.db.transaction() as tx:
+        with self.db.transaction(fence=fence) as tx:
             for row in tx.run("ranges_abandoned", {"ttl": self.ttl}):
                 params = {"range_id": row["id"], "epoch": row["epoch"], "ttl": self.ttl}
                 if tx.run("range_finish_abandoned", params):
@@ -328,6 +336,7 @@ class RangeLeases:
             raise RangeError(f"a batch covers from <= to, not {from_id}–{to_id}")
         if not 0 <= headers <= to_id - from_id + 1:
             raise RangeError(f"a batch of {to_id - from_id + 1} articles cannot hold {headers} headers")
+        params = {"range_id": range_id, "node_id": node_id, "epoch": epoch, "ttl": self.ttl}
         with self.db.transaction() as tx:
             try:
                 row = self.held(tx, range_id, node_id, epoch)
@@ -348,12 +357,16 @@ class RangeLeases:
                 )
             if to_id > int(row["end_id"]):
                 raise RangeError(f"batch {from_id}–{to_id} runs past range {range_id}'s end {row['end_id']}")
+            if row["lane_epoch"] is not None:
+                self._lane_still_held(tx, row, node_id)
             result = dict(store(tx, row)) if store is not None else {}
             advanced = tx.one(
                 "range_advance",
-                {"range_id": range_id, "epoch": epoch, "next_id": to_id + 1, "headers": headers},
+                {**params, "from_id": from_id, "next_id": to_id + 1, "headers": headers},
             )
-            assert advanced is not None
+            if advanced is None:
+                # Held when read, lapsed by the time of the write (it waited on the group's merge lock).
+                raise StaleBatch(self._lapsed(tx, params))
             tx.execute(
                 "batch_log_insert",
                 {
@@ -365,16 +378,45 @@ class RangeLeases:
                     "headers": headers,
                     "result": json.dumps(result, separators=(",", ":")),
                     "stored_at": advanced["stored_at"],
+                    # The row is locked (or, on SQLite, the store): this is the expiry the write found.
+                    "lease_expires_at": float(row["heartbeat_at"]) + self.ttl,
                 },
             )
             return BatchReceipt(range_id, epoch, from_id, to_id, to_id + 1, result, False)
 
+    def _lane_still_held(self, tx: Tx, row: Row, node_id: int) -> None:
+        """A range granted through a group lane takes batches only while its holder holds that lane at
+        the epoch it was granted under: the lane's next holder resumes from the lane's last snapshot,
+        and a batch from a holder that lost the lane would move the resume point past a window nobody
+        has (issue 14: the releases open in it were lost). The lane row stays share-locked until the
+        batch commits, so no claim lands in between."""
+        lane = lane_of(int(row["priority"]))
+        group_id = int(row["group_id"])
+        held = tx.one("group_lane_for_share", {"group_id": group_id, "lane": lane})
+        reason = explain_lane(held, group_id, lane, node_id, int(row["lane_epoch"]), self.ttl)
+        if reason is not None:
+            raise StaleBatch(
+                f"range {row['id']} was granted through a lane this node no longer holds: {reason}"
+            )
 
-def grant(tx: Tx, pick: Row, node_id: int, ttl: float) -> RangeLease:
+
+def grant(tx: Tx, pick: Row, node_id: int, ttl: float, lane_epoch: int | None = None) -> RangeLease | None:
     """Lease the picked range to ``node_id`` (SQLite and group lanes; PostgreSQL's lease_take does
-    the same in one statement): bump its epoch, the node's last seen, the lease log."""
-    granted = tx.one("lease_grant", {"range_id": pick["range_id"], "node_id": node_id})
-    assert granted is not None
+    the same in one statement): bump its epoch, the node's last seen, the lease log. None: the range
+    changed since it was picked (the grant is conditional on what the pick saw)."""
+    granted = tx.one(
+        "lease_grant",
+        {
+            "range_id": pick["range_id"],
+            "node_id": node_id,
+            "lane_epoch": lane_epoch,
+            "prev_epoch": pick["prev_epoch"],
+            "prev_status": pick["prev_status"],
+            "ttl": ttl,
+        },
+    )
+    if granted is None:
+        return None
     group = tx.one("group_name", {"group_id": granted["group_id"]})
     assert group is not None
     tx.execute("node_seen", {"node_id": node_id})
@@ -396,6 +438,7 @@ def grant(tx: Tx, pick: Row, node_id: int, ttl: float) -> RangeLease:
             "node_id": node_id,
             "granted_at": granted["granted_at"],
             "took_over": took_over,
+            "lane_epoch": lane_epoch,
         },
     )
     return _lease({**granted, "group_name": group["name"], "took_over": took_over})

@@ -244,6 +244,24 @@ def test_corrupt_chunk_replans_then_fails_after_a_plain_fetch(services: Services
     assert services.ranges.lease(node) is None
 
 
+def test_a_report_on_the_copy_before_the_plain_one_does_not_fail_the_range(services: Services, node: int) -> None:
+    """Issue 14.8: the prefetcher stored the plain copy between a worker's stream of the compressed
+    one and its report; the report failed a good range. A report names its copy by CRC-32."""
+    plan(services, "alt.binaries.a", 1, 999)
+    lease = services.ranges.lease(node)
+    assert lease is not None
+    assert not services.ranges.corrupt(lease.range_id, node, lease.epoch, 100, crc=111).failed
+    again = services.ranges.lease(node)
+    assert again is not None
+    services.ranges.mark_fetched_plain(lease.range_id, 100, crc=222)  # while `again` streams copy 111
+    late = services.ranges.corrupt(again.range_id, node, again.epoch, 100, crc=111)
+    assert not late.failed
+    assert ranges(services)[lease.range_id]["status"] == "planned"
+    last = services.ranges.lease(node)
+    assert last is not None
+    assert services.ranges.corrupt(last.range_id, node, last.epoch, 100, crc=222).failed
+
+
 def test_corrupt_chunk_of_a_captured_range_is_no_longer_stored(services: Services, node: int) -> None:
     services.groups.add("alt.binaries.c", capture=True)
     services.groups.plan("alt.binaries.c", 1, 999)

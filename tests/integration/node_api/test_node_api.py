@@ -8,7 +8,7 @@ import time
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.support.store import TTL, backdate
+from tests.support.store import TTL, backdate, query
 from usenet_indexer.articles import chunk_spans
 from usenet_indexer.coordinator.services import Services
 from usenet_indexer.wire.chunks import deflate_plain, inflate_chunk
@@ -198,6 +198,27 @@ def test_corrupt_drops_the_chunk_and_replans(
     assert bad.status_code in (409, 422)
 
 
+def test_corrupt_leaves_a_copy_stored_since_the_stream(
+    client: TestClient, services: Services, auth: dict[str, str]
+) -> None:
+    import zlib
+
+    plan(services)
+    granted = lease(client, auth)
+    span = chunk_spans(granted["start"], granted["end"], services.settings.chunk_articles)[2]
+    streamed = b"UIC\x01garbage"
+    plain = deflate_plain(overview(span.first, span.last), 1)
+    services.spool.write(granted["id"], span, plain)  # the prefetcher's plain copy, after the stream
+    report = client.post(
+        f"{API}/ranges/{granted['id']}/corrupt",
+        params={"epoch": granted["epoch"]},
+        json={"from": span.first, "crc": zlib.crc32(streamed)},
+        headers=auth,
+    )
+    assert report.status_code == 200
+    assert services.spool.read(granted["id"], span) == plain
+
+
 def test_lanes_and_snapshots(client: TestClient, services: Services, auth: dict[str, str]) -> None:
     plan(services, high=2_999)
     bad = client.post(f"{API}/groups/lease", params={"lane": "sideways"}, headers=auth)
@@ -266,3 +287,59 @@ def test_metrics_count_what_the_node_api_did(
     assert 'usenet_indexer_ranges{status="leased"} 1.0' in text
     assert "usenet_indexer_live_leases 1.0" in text
     assert "usenet_indexer_node_api_seconds_count" in text
+
+
+def test_a_server_error_is_a_500_never_a_lost_lease(services: Services, auth: dict[str, str]) -> None:
+    """Issue 14.6: a read that failed on the server (an undefined table or function, a privilege; a
+    rolling deploy one migration apart) was read as "no rows": a batch was answered 409 "unknown range"
+    and the worker dropped its range. It is a 500 now, which the worker retries."""
+    from usenet_indexer.coordinator.server import create_app
+    from usenet_indexer.indexing import Batch
+    from usenet_indexer.wire.batch import encode_batch
+
+    plan(services)
+    with TestClient(create_app(services), raise_server_exceptions=False) as client:
+        granted = lease(client, auth)
+        migrate(services, "ALTER TABLE groups RENAME TO groups_elsewhere")
+        batch = Batch(
+            from_id=granted["next"],
+            to_id=granted["next"] + 9,
+            headers=0,
+            malformed={},
+            gaps=10,
+            undated=0,
+            unmatched=0,
+            fragments=(),
+            candidates=(),
+        )
+        response = client.post(
+            f"{API}/ranges/{granted['id']}/batches",
+            params={"epoch": granted["epoch"]},
+            content=encode_batch(batch, granted["id"], granted["epoch"]),
+            headers=auth,
+        )
+        assert response.status_code == 500
+    migrate(services, "ALTER TABLE groups_elsewhere RENAME TO groups")
+    with TestClient(create_app(services)) as client:
+        # Nothing was stored, and the lease is still the worker's: its retry goes through.
+        again = client.post(
+            f"{API}/ranges/{granted['id']}/batches",
+            params={"epoch": granted["epoch"]},
+            content=encode_batch(batch, granted["id"], granted["epoch"]),
+            headers=auth,
+        )
+        assert again.status_code == 200, again.text
+        assert again.json()["next"] == granted["next"] + 10
+
+
+def migrate(services: Services, ddl: str) -> None:
+    """DDL from a connection of its own, as a migration run by another process would be. (Through the
+    pool's pipelined connections psycopg 3.3 sends DEALLOCATE ALL after a DDL result and behind a
+    statement it has just prepared: the next use of that statement fails on the server.)"""
+    if services.db.dialect == "sqlite":
+        query(services.db, ddl)
+        return
+    import psycopg
+
+    with psycopg.connect(services.db.url, autocommit=True) as conn:
+        conn.execute(ddl)  # type: ignore[arg-type]

@@ -190,18 +190,26 @@ def test_spool_keeps_chunks_per_range(store: BlobStore) -> None:
     assert spool.ranges() == [8]
 
 
-def test_snapshots_are_named_by_article_and_pruned(store: BlobStore) -> None:
+def test_snapshots_are_named_by_article_and_epoch_and_pruned(store: BlobStore) -> None:
     snapshots = Snapshots(store, max_bytes=100)
-    first, size = snapshots.write(3, "history", 1000, [b"one"])
-    second, _ = snapshots.write(3, "history", 2000, [b"two"])
-    tail, _ = snapshots.write(3, "tail", 5000, [b"tail"])
+    first, size = snapshots.write(3, "history", 1000, 1, [b"one"])
+    second, _ = snapshots.write(3, "history", 2000, 1, [b"two"])
+    tail, _ = snapshots.write(3, "tail", 5000, 1, [b"tail"])
     assert size == 3
-    snapshots.prune(3, "history", keep={second})
+    # A holder that lost the lane (epoch 1) uploading at its successor's (epoch 2) article leaves the
+    # successor's snapshot as it was (issue 14).
+    successor, _ = snapshots.write(3, "history", 3000, 2, [b"new"])
+    stale, _ = snapshots.write(3, "history", 3000, 1, [b"old"])
+    assert stale != successor
+    opened = snapshots.open(successor)
+    assert opened is not None and b"".join(opened[1]) == b"new"
+    snapshots.prune(3, "history", keep={second, successor})
     assert snapshots.open(first) is None
+    assert snapshots.open(stale) is None
     assert snapshots.open(second) is not None
     assert snapshots.open(tail) is not None
     with pytest.raises(ValueError, match="lane"):
-        snapshots.key(3, "../x", 1)
+        snapshots.key(3, "../x", 1, 1)
 
 
 def test_check_says_what_to_do(case: Case, tmp_path: Path, moto_server: MotoServer) -> None:

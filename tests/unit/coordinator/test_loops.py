@@ -1,4 +1,4 @@
-"""LoopRunner against a fake ownership lease: when works may start, and that a lost lease stops them."""
+"""LoopRunner against a fake ownership lease: renewals beside the works, and a lost lease stops them."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from usenet_indexer.coordinator.loops import LoopRunner
+from usenet_indexer.db import Fenced
 from usenet_indexer.leases.ownership import Claim
 
-RENEW = 0.4
+RENEW = 0.2
 
 
 @dataclass
@@ -22,12 +23,14 @@ class FakeOwnership:
     lose_after: int | None = None
     events: list[tuple[str, float]] = field(default_factory=list)
     renewals: int = 0
+    held: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def acquire(self, name: str, meta: Any = None) -> Claim:
         lost = self.lose_after is not None and self.renewals >= self.lose_after
         with self.lock:
             self.events.append(("acquire" if not lost else "refused", time.monotonic()))
+            self.held = not lost
         return Claim(not lost, name, 1, self.holder if not lost else "other", None)
 
     def renew(self, name: str) -> bool:
@@ -35,45 +38,71 @@ class FakeOwnership:
             self.renewals += 1
             ok = self.lose_after is None or self.renewals < self.lose_after
             self.events.append(("renew" if ok else "lost", time.monotonic()))
+            self.held = ok
         return ok
+
+    def fresh(self, name: str) -> bool:
+        return self.held
 
     def release(self, name: str) -> bool:
         return True
 
 
-def run_for(ownership: FakeOwnership, seconds: float, work_seconds: float) -> None:
+def run_for(ownership: FakeOwnership, seconds: float, work: Any) -> LoopRunner:
     runner = LoopRunner(ownership)  # type: ignore[arg-type]
-
-    def work() -> bool:
-        with ownership.lock:
-            ownership.events.append(("work", time.monotonic()))
-        time.sleep(work_seconds)
-        return True  # more at once: the hardest case, works back to back
-
     runner.add("busy", 10.0, work)
     runner.start()
     time.sleep(seconds)
     runner.stop()
+    return runner
 
 
-def test_every_work_starts_on_a_lease_renewed_within_a_quarter_interval() -> None:
+def test_renewals_go_on_while_a_long_work_runs() -> None:
+    """Issue 14: renewed only between works, a planner pass outlived its lease and a second
+    coordinator ran the loop beside it."""
     ownership = FakeOwnership()
-    run_for(ownership, 2.5, work_seconds=0.15)
-    works = 0
-    last_renewal = None
-    for kind, at in ownership.events:
-        if kind in ("acquire", "renew"):
-            last_renewal = at
-        elif kind == "work":
-            works += 1
-            assert last_renewal is not None and at - last_renewal <= RENEW / 4 + 0.05, ownership.events
-    assert works >= 5
+
+    def long_work() -> bool:
+        with ownership.lock:
+            ownership.events.append(("work", time.monotonic()))
+        time.sleep(8 * RENEW)
+        with ownership.lock:
+            ownership.events.append(("worked", time.monotonic()))
+        return False
+
+    run_for(ownership, 12 * RENEW, long_work)
+    kinds = [kind for kind, _ in ownership.events]
+    during = kinds[kinds.index("work") : kinds.index("worked")]
+    assert during.count("renew") >= 5, ownership.events
 
 
 def test_a_lost_lease_stops_the_work_at_once() -> None:
     ownership = FakeOwnership(lose_after=3)
-    run_for(ownership, 2.0, work_seconds=0.05)
+
+    def work() -> bool:
+        with ownership.lock:
+            ownership.events.append(("work", time.monotonic()))
+        time.sleep(0.02)
+        return True  # more at once: works back to back
+
+    run_for(ownership, 2.0, work)
     kinds = [kind for kind, _ in ownership.events]
     assert "lost" in kinds
-    assert "work" not in kinds[kinds.index("lost") :]
+    assert "work" not in kinds[kinds.index("lost") + 1 :]
     assert "refused" in kinds  # it went on asking, and was refused
+
+
+def test_a_fenced_work_stops_and_its_loop_claims_again() -> None:
+    ownership = FakeOwnership()
+    works: list[float] = []
+
+    def fenced_once() -> bool:
+        works.append(time.monotonic())
+        if len(works) == 1:
+            raise Fenced("ownership lease busy is no longer held")
+        return False
+
+    runner = run_for(ownership, 3 * RENEW, fenced_once)
+    (loop,) = runner.loops
+    assert (loop.fenced, loop.errors) == (1, 0)
+    assert [kind for kind, _ in ownership.events].count("acquire") >= 2

@@ -10,6 +10,8 @@ marked seen at most every 5 s.
 
 SQLite keeps its two statements (leases/ranges.py).
 
+The function is sql/postgresql/functions/range_heartbeat.v1.sql; migration 0007 replaces it with v2.
+
 Revision ID: 0006
 Revises: 0005
 """
@@ -18,37 +20,17 @@ from __future__ import annotations
 
 from alembic import op
 
+from usenet_indexer.db.functions import function_sql
+
 revision = "0006"
 down_revision = "0005"
 branch_labels = None
 depends_on = None
 
-RANGE_HEARTBEAT = r"""
-CREATE OR REPLACE FUNCTION range_heartbeat(p_range bigint, p_node bigint, p_epoch bigint, p_ttl float8)
-RETURNS TABLE (range_id bigint)
-LANGUAGE plpgsql VOLATILE AS $fn$
-BEGIN
-  RETURN QUERY
-  WITH beat AS (
-    UPDATE ranges r SET heartbeat_at = EXTRACT(EPOCH FROM clock_timestamp())::float8
-    WHERE r.id = p_range AND r.node_id = p_node AND r.epoch = p_epoch AND r.status = 'leased'
-      AND r.heartbeat_at >= EXTRACT(EPOCH FROM clock_timestamp())::float8 - p_ttl
-    RETURNING r.id
-  ),
-  seen AS (
-    UPDATE nodes n SET last_seen_at = EXTRACT(EPOCH FROM clock_timestamp())::float8
-    WHERE n.id = p_node AND EXISTS (SELECT 1 FROM beat)
-      AND (n.last_seen_at IS NULL OR n.last_seen_at < EXTRACT(EPOCH FROM clock_timestamp())::float8 - 5)
-  )
-  SELECT beat.id::bigint FROM beat;
-END
-$fn$
-"""
-
 
 def upgrade() -> None:
     if op.get_bind().dialect.name == "postgresql":
-        op.execute(RANGE_HEARTBEAT)
+        op.execute(function_sql("range_heartbeat", 1))
 
 
 def downgrade() -> None:

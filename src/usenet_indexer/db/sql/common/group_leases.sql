@@ -25,13 +25,18 @@ INSERT INTO group_leases (group_id, lane) VALUES (:group_id, :lane) ON CONFLICT 
 -- Compare-and-set: success is judged by the row coming back, never by a read before the write.
 UPDATE group_leases
 SET node_id = :node_id, epoch = epoch + 1, leased_at = {now}, heartbeat_at = {now}, range_id = NULL
-WHERE group_id = :group_id AND lane = :lane
+WHERE group_id = :group_id AND lane = :lane AND epoch = :prev_epoch
   AND (node_id IS NULL OR heartbeat_at < {now} - :ttl)
-RETURNING epoch, snapshot_next, snapshot_size
+RETURNING epoch, snapshot_next, snapshot_size, leased_at
 
 -- name: group_lane_get
 SELECT gl.*, g.name, {now} AS now FROM group_leases gl JOIN groups g ON g.id = gl.group_id
 WHERE gl.group_id = :group_id AND gl.lane = :lane
+
+-- Every write of a lane's holder below is conditional on holder, epoch and the TTL at its own clock,
+-- and its caller checks that a row came back (issue 14: a snapshot's UPDATE matched no row after a
+-- claim, and the PUT answered 200). On PostgreSQL the caller has locked the row first
+-- (group_lane_for_update), so the TTL is judged after any claim in flight has committed or not.
 
 -- name: group_lane_heartbeat
 UPDATE group_leases SET heartbeat_at = {now}
@@ -42,7 +47,8 @@ RETURNING heartbeat_at
 -- name: group_lane_release
 UPDATE group_leases SET node_id = NULL, range_id = NULL
 WHERE group_id = :group_id AND lane = :lane AND node_id = :node_id AND epoch = :epoch
-RETURNING group_id
+  AND heartbeat_at >= {now} - :ttl
+RETURNING {now} AS now
 
 -- name: group_lane_next_range
 -- The lane's next range in article order still to be read, and whether someone holds it live: a lane
@@ -55,13 +61,11 @@ WHERE r.group_id = :group_id AND (r.priority >= 0) = :history
 ORDER BY r.start_id
 LIMIT 1
 
--- name: group_live_leases
-SELECT count(*) AS n FROM ranges
-WHERE group_id = :group_id AND status = 'leased' AND heartbeat_at >= {now} - :ttl AND id <> :except_range
-
 -- name: group_lane_current
 UPDATE group_leases SET range_id = :range_id, heartbeat_at = {now}
-WHERE group_id = :group_id AND lane = :lane
+WHERE group_id = :group_id AND lane = :lane AND node_id = :node_id AND epoch = :epoch
+  AND heartbeat_at >= {now} - :ttl
+RETURNING range_id
 
 -- name: group_lane_snapshot
 UPDATE group_leases
@@ -71,7 +75,20 @@ SET previous_next = CASE WHEN snapshot_next = :next THEN previous_next ELSE snap
     snapshot_next = :next, snapshot_size = :size, snapshot_location = :location, snapshot_at = {now},
     heartbeat_at = {now}
 WHERE group_id = :group_id AND lane = :lane AND node_id = :node_id AND epoch = :epoch
+  AND heartbeat_at >= {now} - :ttl
 RETURNING snapshot_at
+
+-- name: snapshot_log_insert
+INSERT INTO snapshot_log (group_id, lane, epoch, node_id, next, size, location, recorded_at, lease_expires_at)
+VALUES (:group_id, :lane, :epoch, :node_id, :next, :size, :location, :recorded_at, :lease_expires_at)
+
+-- name: lane_log_grant
+INSERT INTO lane_log (group_id, lane, epoch, node_id, granted_at, took_over)
+VALUES (:group_id, :lane, :epoch, :node_id, :granted_at, :took_over)
+
+-- name: lane_log_end
+UPDATE lane_log SET ended_at = :ended_at, end_reason = :reason
+WHERE group_id = :group_id AND lane = :lane AND epoch = :epoch AND ended_at IS NULL
 
 -- name: group_lane_count_headers
 UPDATE group_leases SET headers = headers + :headers WHERE group_id = :group_id AND lane = :lane

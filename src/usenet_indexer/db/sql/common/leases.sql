@@ -1,11 +1,15 @@
 -- Range leases: the statements both dialects run as written.
 
 -- name: lease_grant
+-- Conditional on the state the pick saw (epoch, status, still to read, free or lapsed): a retire, a
+-- corrupt report's fail or a late batch that committed between the pick and this grant is never
+-- overwritten (issue 14: a retired range back to 'leased'). No row: nothing granted.
 UPDATE ranges
 SET status = 'leased', node_id = :node_id, epoch = epoch + 1, attempts = attempts + 1,
-    leased_at = {now}, heartbeat_at = {now},
+    leased_at = {now}, heartbeat_at = {now}, lane_epoch = :lane_epoch,
     rule_version = (SELECT COALESCE(MAX(version), 0) FROM rule_sets)
-WHERE id = :range_id
+WHERE id = :range_id AND epoch = :prev_epoch AND status = :prev_status AND next_id <= end_id
+  AND (status = 'planned' OR (status = 'leased' AND heartbeat_at < {now} - :ttl))
 RETURNING id AS range_id, group_id, start_id, end_id, next_id, epoch, priority, rule_version,
           leased_at AS granted_at
 
@@ -17,8 +21,8 @@ UPDATE nodes SET last_seen_at = {now}
 WHERE id = :node_id AND (last_seen_at IS NULL OR last_seen_at < {now} - 5)
 
 -- name: lease_log_grant
-INSERT INTO lease_log (range_id, group_id, epoch, node_id, granted_at, took_over)
-VALUES (:range_id, :group_id, :epoch, :node_id, :granted_at, :took_over)
+INSERT INTO lease_log (range_id, group_id, epoch, node_id, granted_at, took_over, lane_epoch)
+VALUES (:range_id, :group_id, :epoch, :node_id, :granted_at, :took_over, :lane_epoch)
 
 -- name: lease_log_end
 UPDATE lease_log SET ended_at = :ended_at, end_reason = :reason
@@ -31,16 +35,18 @@ SELECT r.*, {now} AS now FROM ranges r WHERE r.id = :range_id
 SELECT r.*, g.name AS group_name, {now} AS now FROM ranges r JOIN groups g ON g.id = r.group_id
 WHERE r.id = :range_id
 
--- name: range_done
-UPDATE ranges SET status = 'done', done_at = {now}, heartbeat_at = {now}, node_id = NULL
-WHERE id = :range_id
-RETURNING done_at
-
--- name: range_release
-UPDATE ranges SET status = 'planned', node_id = NULL WHERE id = :range_id RETURNING {now} AS now
+-- name: range_replan
+-- A corrupt report: the range back to planned (its chunk fetched plain next time), by its holder only.
+UPDATE ranges SET status = 'planned', node_id = NULL, lane_epoch = NULL
+WHERE id = :range_id AND node_id = :node_id AND epoch = :epoch AND status = 'leased'
+  AND heartbeat_at >= {now} - :ttl
+RETURNING {now} AS now
 
 -- name: range_fail
-UPDATE ranges SET status = 'failed', node_id = NULL, error = :error WHERE id = :range_id
+-- A corrupt report on a chunk already fetched plain: the range fails, by its holder only.
+UPDATE ranges SET status = 'failed', node_id = NULL, lane_epoch = NULL, error = :error
+WHERE id = :range_id AND node_id = :node_id AND epoch = :epoch AND status = 'leased'
+  AND heartbeat_at >= {now} - :ttl
 RETURNING {now} AS now
 
 -- name: range_uncapture
@@ -57,22 +63,31 @@ WHERE id = :range_id AND epoch = :epoch AND status = 'leased' AND next_id > end_
 RETURNING id
 
 -- name: range_advance
+-- A batch's write, conditional on everything it was decided on, the TTL at this statement's clock
+-- included: the batch read its range (and locked it) before waiting on its group's merge lock, and a
+-- lease that lapsed meanwhile was stored and revived beside a grant that had counted it dead (issue 14).
 UPDATE ranges SET next_id = :next_id, headers = headers + :headers, heartbeat_at = {now}
-WHERE id = :range_id AND epoch = :epoch
+WHERE id = :range_id AND node_id = :node_id AND epoch = :epoch AND status = 'leased'
+  AND next_id = :from_id AND :next_id <= end_id + 1 AND heartbeat_at >= {now} - :ttl
 RETURNING heartbeat_at AS stored_at
 
 -- name: batch_log_insert
-INSERT INTO batch_log (range_id, epoch, node_id, from_id, to_id, headers, result, stored_at)
-VALUES (:range_id, :epoch, :node_id, :from_id, :to_id, :headers, :result, :stored_at)
+-- lease_expires_at: the lease's expiry as the write found it (last heartbeat + TTL); the audit checks
+-- that the write's own time is within it.
+INSERT INTO batch_log (range_id, epoch, node_id, from_id, to_id, headers, result, stored_at, lease_expires_at)
+VALUES (:range_id, :epoch, :node_id, :from_id, :to_id, :headers, :result, :stored_at, :lease_expires_at)
 
 -- name: batch_log_last
 SELECT * FROM batch_log WHERE range_id = :range_id AND epoch = :epoch AND from_id = :from_id AND to_id = :to_id
 
 -- name: plain_chunk_get
-SELECT reports, fetched_plain_at FROM plain_chunks WHERE range_id = :range_id AND chunk_from = :chunk_from
+SELECT reports, fetched_plain_at, plain_crc FROM plain_chunks
+WHERE range_id = :range_id AND chunk_from = :chunk_from
 
 -- name: plain_chunk_fetched
-UPDATE plain_chunks SET fetched_plain_at = {now} WHERE range_id = :range_id AND chunk_from = :chunk_from
+-- plain_crc: the CRC-32 of the copy stored, which a later corrupt report is matched against.
+UPDATE plain_chunks SET fetched_plain_at = {now}, plain_crc = :plain_crc
+WHERE range_id = :range_id AND chunk_from = :chunk_from
 
 -- name: plain_chunks_of
 SELECT chunk_from, reports, fetched_plain_at FROM plain_chunks WHERE range_id = :range_id ORDER BY chunk_from

@@ -24,40 +24,38 @@ RETURNING reports, fetched_plain_at
 SELECT pg_database_size(current_database()) AS bytes
 
 -- name: range_finish
--- The holder finishes its range: done, its lease logged as ended, its headers counted per lane, in
--- one statement (one round trip). No row: not held, or not past its end (the caller asks why).
-WITH done AS (
-  UPDATE ranges SET status = 'done', done_at = {now}, heartbeat_at = {now}, node_id = NULL
-  WHERE id = :range_id AND node_id = :node_id AND epoch = :epoch AND status = 'leased'
-    AND heartbeat_at >= {now} - :ttl AND next_id > end_id
-  RETURNING id, group_id, priority, headers, done_at
-),
-logged AS (
-  UPDATE lease_log l SET ended_at = done.done_at, end_reason = 'finished' FROM done
-  WHERE l.range_id = done.id AND l.epoch = :epoch AND l.ended_at IS NULL
-),
-counted AS (
-  UPDATE groups g
-  SET headers_history = g.headers_history + CASE WHEN done.priority >= 0 THEN done.headers ELSE 0 END,
-      headers_tail = g.headers_tail + CASE WHEN done.priority < 0 THEN done.headers ELSE 0 END
-  FROM done WHERE g.id = done.group_id
-),
-lane AS (
-  UPDATE group_leases gl SET headers = gl.headers + done.headers FROM done
-  WHERE gl.group_id = done.group_id AND gl.lane = CASE WHEN done.priority < 0 THEN 'tail' ELSE 'history' END
-)
-SELECT id, group_id, priority, headers FROM done
+-- A function (sql/postgresql/functions/range_finish.v1.sql): locks the range, then checks and finishes
+-- it, logs its lease's end and counts its headers, in one round trip. No row: not held, or not past its
+-- end (the caller asks why).
+SELECT id, group_id, priority, headers FROM range_finish(:range_id, :node_id, :epoch, :ttl)
 
 -- name: range_give_back
--- The holder releases its range: planned again, its lease logged as ended, in one statement.
-WITH released AS (
-  UPDATE ranges SET status = 'planned', node_id = NULL
-  WHERE id = :range_id AND node_id = :node_id AND epoch = :epoch AND status = 'leased'
-    AND heartbeat_at >= {now} - :ttl
-  RETURNING id, {now} AS now
-),
-logged AS (
-  UPDATE lease_log l SET ended_at = released.now, end_reason = 'released' FROM released
-  WHERE l.range_id = released.id AND l.epoch = :epoch AND l.ended_at IS NULL
-)
-SELECT id FROM released
+-- A function (range_give_back.v1.sql): the holder's range planned again, its lease logged as ended.
+SELECT id, now FROM range_give_back(:range_id, :node_id, :epoch, :ttl)
+
+-- name: group_live_leases
+-- The group's live leases, for a grant holding the group's lock (group_live_leases.v1.sql).
+SELECT group_live_leases(:group_id, :ttl, :except_range) AS n
+
+-- name: range_try_lock
+-- A lane's next range, locked unless another transaction holds it (then no row: the lane waits).
+SELECT id FROM ranges WHERE id = :range_id FOR UPDATE SKIP LOCKED
+
+-- name: group_lock_by_name
+-- A plan reads its group under the lock it writes it under (issue 14: two plans read one cursor).
+SELECT * FROM groups WHERE name = :name FOR UPDATE
+
+-- name: group_lane_for_update
+SELECT gl.*, g.name, {now} AS now FROM group_leases gl JOIN groups g ON g.id = gl.group_id
+WHERE gl.group_id = :group_id AND gl.lane = :lane
+FOR UPDATE OF gl
+
+-- name: group_lane_for_share
+-- A batch of a range granted through a lane: the lane must stay held until the batch commits.
+SELECT gl.*, g.name, {now} AS now FROM group_leases gl JOIN groups g ON g.id = gl.group_id
+WHERE gl.group_id = :group_id AND gl.lane = :lane
+FOR SHARE OF gl
+
+-- name: ownership_hold
+-- Raises SQLSTATE UI001 unless the loop's lease is held (ownership_hold.v1.sql); share-locks it.
+SELECT ownership_hold(:name, :holder, :epoch, CAST(:now AS DOUBLE PRECISION))

@@ -59,7 +59,32 @@ WHERE id = :range_id AND node_id = :node_id AND epoch = :epoch AND status = 'lea
 RETURNING id, group_id, priority, headers, done_at
 
 -- name: range_give_back
-UPDATE ranges SET status = 'planned', node_id = NULL
+UPDATE ranges SET status = 'planned', node_id = NULL, lane_epoch = NULL
 WHERE id = :range_id AND node_id = :node_id AND epoch = :epoch AND status = 'leased'
   AND heartbeat_at >= {now} - :ttl
 RETURNING id, {now} AS now
+
+-- name: group_live_leases
+-- Under BEGIN IMMEDIATE no other write is in flight: the live leases are the ones within the TTL.
+SELECT count(*) AS n FROM ranges
+WHERE group_id = :group_id AND status = 'leased' AND heartbeat_at >= {now} - :ttl AND id <> :except_range
+
+-- name: range_try_lock
+SELECT id FROM ranges WHERE id = :range_id
+
+-- name: group_lock_by_name
+SELECT * FROM groups WHERE name = :name
+
+-- name: group_lane_for_update
+SELECT gl.*, g.name, {now} AS now FROM group_leases gl JOIN groups g ON g.id = gl.group_id
+WHERE gl.group_id = :group_id AND gl.lane = :lane
+
+-- name: group_lane_for_share
+SELECT gl.*, g.name, {now} AS now FROM group_leases gl JOIN groups g ON g.id = gl.group_id
+WHERE gl.group_id = :group_id AND gl.lane = :lane
+
+-- name: ownership_hold
+-- Under BEGIN IMMEDIATE nobody claims meanwhile: a row back means the loop's lease is held.
+SELECT epoch FROM ownership_leases
+WHERE name = :name AND holder = :holder AND epoch = :epoch
+  AND expires_at >= COALESCE(CAST(:now AS DOUBLE PRECISION), {now})
