@@ -22,6 +22,7 @@ statement once the lock is free.
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -75,6 +76,7 @@ class Interleaving:
         self._local = threading.local()
         self._actors: list[Actor] = []
         self._watch: psycopg.Connection[Any] | None = None
+        self._slots: list[_Slot] = []
         if db.dialect == "postgresql":
             self._watch = psycopg.connect(admin_url or db.url, autocommit=True)
         db.hook = self
@@ -83,9 +85,12 @@ class Interleaving:
         for actor in self._actors:
             if actor.state in ("paused", "running", "blocked"):
                 self._release(actor, forever=True)
-        for actor in self._actors:
-            if actor.thread is not None:
-                actor.thread.join(WAIT_SECONDS)
+        self._wait_done(self._actors)
+        for slot in self._slots:
+            slot.work.put(None)
+        for slot in self._slots:
+            if slot.thread is not None:
+                slot.thread.join(WAIT_SECONDS)
         self.db.hook = None
         if self._watch is not None:
             self._watch.close()
@@ -117,10 +122,22 @@ class Interleaving:
                 actor.sqlite_blocked = True
                 self._changed.notify_all()
 
+    def unblocked(self) -> None:
+        actor: Actor | None = getattr(self._local, "actor", None)
+        if actor is None:
+            return
+        with self._changed:
+            actor.sqlite_blocked = False
+            if actor.state == "blocked":
+                actor.state = "running"
+
     # -- the test's side ---------------------------------------------------------------------------
 
     def spawn(self, name: str, operation: Callable[..., Any], *args: Any, **kwargs: Any) -> Actor:
-        """A new actor, started and stopped before its first statement (or ended, if it sends none)."""
+        """A new actor, started and stopped before its first statement (or ended, if it sends none).
+
+        Actors run on threads kept between schedules (a thread each at a time): on SQLite every thread
+        has a connection of its own, and a thread per actor left thousands open."""
         actor = Actor(name)
 
         def body() -> None:
@@ -129,18 +146,44 @@ class Interleaving:
                 actor.result = operation(*args, **kwargs)
             except BaseException as error:
                 actor.error = error
+            finally:
+                self._local.actor = None
             with self._changed:
                 actor.state = "done"
                 actor.at = None
                 self._changed.notify_all()
 
-        actor.thread = threading.Thread(target=body, name=f"actor-{name}", daemon=True)
         self._actors.append(actor)
         with self._changed:
             actor.state = "running"
-        actor.thread.start()
+        actor.thread = self._thread_for(body)
         self._settle(actor)
         return actor
+
+    def _thread_for(self, body: Callable[[], None]) -> threading.Thread:
+        """An idle kept thread, given ``body`` to run (a new one if none is idle)."""
+        with self._changed:
+            for slot in self._slots:
+                if slot.idle:
+                    slot.idle = False
+                    slot.work.put(body)
+                    return slot.thread
+            slot = _Slot(len(self._slots))
+            self._slots.append(slot)
+            slot.idle = False
+            slot.work.put(body)
+        slot.thread = threading.Thread(
+            target=self._serve, args=(slot,), name=f"actor-{slot.index}", daemon=True
+        )
+        slot.thread.start()
+        return slot.thread
+
+    def _serve(self, slot: _Slot) -> None:
+        while (body := slot.work.get()) is not None:
+            body()
+            with self._changed:
+                slot.idle = True
+                self._changed.notify_all()
 
     def step(self, actor: Actor) -> Actor:
         """Let ``actor`` send the statement it stopped before; return when it stops before its next
@@ -193,6 +236,54 @@ class Interleaving:
                     raise ScheduleError(f"actor {actor.name} did not end within {WAIT_SECONDS} s")
         return actor
 
+    def settle(self, actors: list[Actor]) -> None:
+        """After a step: every actor marked blocked that is no longer waiting on a lock is waited for
+        until it stops, ends or blocks again, so that the next choice sees where each one is."""
+        for actor in actors:
+            if actor.state != "blocked":
+                continue
+            still = (
+                actor.sqlite_blocked if actor.backend_pid is None else self._waits_on_lock(actor.backend_pid)
+            )
+            if not still:
+                with self._changed:
+                    if actor.state == "blocked":
+                        actor.state = "running"
+                self._settle(actor)
+
+    def wait_any(self, actors: list[Actor], timeout: float = WAIT_SECONDS) -> None:
+        """Until one of ``actors`` stops before a statement or ends (every one of them was blocked)."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while not any(a.state in ("paused", "done") for a in actors):
+                if not self._changed.wait(0.05) and time.monotonic() > deadline:
+                    names = ", ".join(f"{a.name} at {a.at}" for a in actors)
+                    raise ScheduleError(f"no actor moved within {timeout} s: {names}")
+
+    def free_all(self, actors: list[Actor]) -> None:
+        """Let every one of ``actors`` run to its end, then wait for them all."""
+        for actor in actors:
+            self._release(actor, forever=True)
+        for actor in actors:
+            self.free(actor)
+
+    def reset(self) -> None:
+        """Forget the actors of the last schedule (every one of them has ended)."""
+        self._wait_done(self._actors)
+        with self._changed:
+            deadline = time.monotonic() + WAIT_SECONDS
+            while not all(slot.idle for slot in self._slots):  # their threads free for the next
+                if not self._changed.wait(0.01) and time.monotonic() > deadline:
+                    raise ScheduleError("an actor's thread did not come back")
+        self._actors.clear()
+
+    def _wait_done(self, actors: list[Actor]) -> None:
+        deadline = time.monotonic() + WAIT_SECONDS
+        with self._changed:
+            while not all(a.done for a in actors):
+                if not self._changed.wait(0.05) and time.monotonic() > deadline:
+                    raise ScheduleError("actors did not end")
+
     @contextmanager
     def actors(self) -> Iterator[Interleaving]:
         try:
@@ -237,3 +328,13 @@ class Interleaving:
             "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (pid,)
         ).fetchone()
         return row is not None and row[0] == "Lock"
+
+
+@dataclass
+class _Slot:
+    """A kept thread, and what it runs next (None: end)."""
+
+    index: int
+    thread: threading.Thread | None = None
+    idle: bool = True
+    work: queue.Queue[Callable[[], None] | None] = field(default_factory=queue.Queue)

@@ -58,11 +58,14 @@ class StatementHook(Protocol):
     literal SQL. Everything the transaction sent before has been executed by the server when it is
     called (the PostgreSQL pipeline is synced first), so a test that holds an actor here holds it at a
     real statement boundary, with the locks taken so far. ``blocked`` is called by SQLite while a
-    ``BEGIN IMMEDIATE`` waits for another writer (the only place a SQLite transaction waits)."""
+    ``BEGIN IMMEDIATE`` waits for another writer (the only place a SQLite transaction waits), and
+    ``unblocked`` once it has the lock."""
 
     def before(self, statement: str, backend_pid: int | None) -> None: ...
 
     def blocked(self) -> None: ...
+
+    def unblocked(self) -> None: ...
 
 
 class Fence(Protocol):
@@ -390,6 +393,7 @@ class SqliteDatabase(Database):
             while True:
                 try:
                     cursor.execute("BEGIN IMMEDIATE")
+                    hook.unblocked()
                     return
                 except sqlite3.OperationalError as error:
                     if "locked" not in str(error) and "busy" not in str(error):

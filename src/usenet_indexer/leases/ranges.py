@@ -36,6 +36,7 @@ live leases after the lock, which is what keeps the cap exact.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -171,7 +172,7 @@ class RangeLeases:
     def heartbeat(self, range_id: int, node_id: int, epoch: int) -> None:
         params = {"range_id": range_id, "node_id": node_id, "epoch": epoch, "ttl": self.ttl}
         # Not durable: a heartbeat lost in a crash only brings a takeover a little closer.
-        if self.db.once("range_heartbeat", params, durable=False):
+        if retry_conflicts(lambda: self.db.once("range_heartbeat", params, durable=False)):
             if self.db.dialect == "sqlite":  # PostgreSQL's range_heartbeat does this too, in one statement
                 with self.db.transaction() as tx:
                     tx.execute("node_seen", params)
@@ -218,13 +219,16 @@ class RangeLeases:
         (lease log, counts) in the same statement and one round trip; on SQLite they run after it in
         the same transaction. None: the statement's conditions did not hold."""
         if self.db.dialect == "postgresql":
-            rows = self.db.once(name, params)
+            rows = retry_conflicts(lambda: self.db.once(name, params))
             return rows[0] if rows else None
-        with self.db.transaction() as tx:
+
+        def step(tx: Tx) -> Row | None:
             row = tx.one(name, params)
             if row is not None:
                 follow_ups(tx, row)
             return row
+
+        return self.db.retrying(step)
 
     def _why_not(self, params: dict[str, Any]) -> tuple[Row, str | None]:
         with self.db.transaction(write=False) as tx:
@@ -299,19 +303,26 @@ class RangeLeases:
         The lease query skips a range past its end, so one whose finish never came stayed leased for
         good (a gap range, during a lock pile-up; seed 000). Its batches are all stored.
         """
-        done: list[FinishedRange] = []
-        with self.db.transaction(fence=fence) as tx:
-            for row in tx.run("ranges_abandoned", {"ttl": self.ttl}):
-                params = {"range_id": row["id"], "epoch": row["epoch"], "ttl": self.ttl}
-                if tx.run("range_finish_abandoned", params):
-                    end_lease(
-                        tx,
-                        int(row["id"]),
-                        int(row["epoch"]),
-                        float(row["heartbeat_at"]) + self.ttl,
-                        "abandoned",
-                    )
-                    done.append(count_headers(tx, row))
+        with self.db.transaction(write=False) as tx:
+            abandoned = tx.run("ranges_abandoned", {"ttl": self.ttl})
+
+        # One range per transaction, each taking its group's row and then its range's, as a finish
+        # does: in one transaction, the group locked for the first range's counts while the next
+        # range waited on a worker's finish, which waited on the group (a deadlock the explorer found).
+        def finish_one(tx: Tx, row: Row) -> FinishedRange | None:
+            params = {"range_id": row["id"], "epoch": row["epoch"], "ttl": self.ttl}
+            tx.execute("group_for_update", {"group_id": row["group_id"]})  # the group's row first
+            if not tx.run("range_finish_abandoned", params):
+                return None
+            ended = float(row["heartbeat_at"]) + self.ttl
+            end_lease(tx, int(row["id"]), int(row["epoch"]), ended, "abandoned")
+            return count_headers(tx, row)
+
+        done = []
+        for row in abandoned:
+            finished = self.db.retrying(functools.partial(finish_one, row=row), fence=fence)
+            if finished is not None:
+                done.append(finished)
         return done
 
     # -- batches --------------------------------------------------------------------------------

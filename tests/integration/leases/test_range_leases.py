@@ -244,7 +244,9 @@ def test_corrupt_chunk_replans_then_fails_after_a_plain_fetch(services: Services
     assert services.ranges.lease(node) is None
 
 
-def test_a_report_on_the_copy_before_the_plain_one_does_not_fail_the_range(services: Services, node: int) -> None:
+def test_a_report_on_the_copy_before_the_plain_one_does_not_fail_the_range(
+    services: Services, node: int
+) -> None:
     """Issue 14.8: the prefetcher stored the plain copy between a worker's stream of the compressed
     one and its report; the report failed a good range. A report names its copy by CRC-32."""
     plan(services, "alt.binaries.a", 1, 999)

@@ -1,4 +1,13 @@
 -- Range leases, PostgreSQL.
+--
+-- Rows are locked FOR NO KEY UPDATE, never FOR UPDATE: an insert that references the row (a lease
+-- log, a lane claim, a snapshot log, a new range of the group) takes KEY SHARE for its foreign key,
+-- which FOR UPDATE blocks; a snapshot holding its lane's row then waited on the group's, while a
+-- lane's next range held the group's and waited on the lane's (a deadlock the explorer found). The
+-- order everywhere: a grant takes its group's row, then its lane's, and never waits on a range's
+-- (it skips a locked one); a write under a range lease takes its range's, then its lane's (share),
+-- then its group's merge lock; a finish (or finish-abandoned) takes its group's, its range's, then
+-- its lane's (its headers are counted on the group and the lane).
 
 -- name: lease_take
 -- The grant is a function (migration 0002) so that the group cap is counted with the group locked.
@@ -10,10 +19,10 @@ SELECT range_id FROM range_heartbeat(:range_id, :node_id, :epoch, :ttl)
 
 -- name: range_for_update
 SELECT r.*, g.name AS group_name, {now} AS now FROM ranges r JOIN groups g ON g.id = r.group_id
-WHERE r.id = :range_id FOR UPDATE OF r
+WHERE r.id = :range_id FOR NO KEY UPDATE OF r
 
 -- name: group_for_update
-SELECT * FROM groups WHERE id = :group_id FOR UPDATE
+SELECT * FROM groups WHERE id = :group_id FOR NO KEY UPDATE
 
 -- name: plain_chunk_report
 INSERT INTO plain_chunks (range_id, chunk_from, reports) VALUES (:range_id, :chunk_from, 1)
@@ -39,16 +48,16 @@ SELECT group_live_leases(:group_id, :ttl, :except_range) AS n
 
 -- name: range_try_lock
 -- A lane's next range, locked unless another transaction holds it (then no row: the lane waits).
-SELECT id FROM ranges WHERE id = :range_id FOR UPDATE SKIP LOCKED
+SELECT id FROM ranges WHERE id = :range_id FOR NO KEY UPDATE SKIP LOCKED
 
 -- name: group_lock_by_name
 -- A plan reads its group under the lock it writes it under (issue 14: two plans read one cursor).
-SELECT * FROM groups WHERE name = :name FOR UPDATE
+SELECT * FROM groups WHERE name = :name FOR NO KEY UPDATE
 
 -- name: group_lane_for_update
 SELECT gl.*, g.name, {now} AS now FROM group_leases gl JOIN groups g ON g.id = gl.group_id
 WHERE gl.group_id = :group_id AND gl.lane = :lane
-FOR UPDATE OF gl
+FOR NO KEY UPDATE OF gl
 
 -- name: group_lane_for_share
 -- A batch of a range granted through a lane: the lane must stay held until the batch commits.

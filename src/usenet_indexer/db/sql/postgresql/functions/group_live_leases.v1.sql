@@ -21,7 +21,7 @@ BEGIN
     SELECT 1 FROM ranges
     WHERE group_id = p_group AND status = 'leased' AND id <> p_except
       AND heartbeat_at < lease_now() - p_ttl
-    FOR UPDATE SKIP LOCKED
+    FOR NO KEY UPDATE SKIP LOCKED
   ) lapsed;
   -- Between the two counts only fewer leases can be held (every grant in the group needs the lock
   -- the caller holds), so the difference errs towards live: at worst a grant waits for a later call.

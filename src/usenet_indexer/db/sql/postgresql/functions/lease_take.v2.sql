@@ -40,7 +40,7 @@ BEGIN
            WHERE l.group_id = g.id AND l.status = 'leased' AND l.heartbeat_at >= v_now - p_ttl) < p_max
     ORDER BY (c.spooled_chunks = 0), c.priority, c.id
     LIMIT 1
-    FOR UPDATE OF g SKIP LOCKED;
+    FOR NO KEY UPDATE OF g SKIP LOCKED;
     IF v_group IS NULL THEN
       RETURN;
     END IF;
@@ -58,7 +58,7 @@ BEGIN
           AND (r.status = 'planned' OR r.heartbeat_at < v_now - p_ttl)
         ORDER BY (r.spooled_chunks = 0), r.priority, r.id
         LIMIT 1
-        FOR UPDATE OF r SKIP LOCKED
+        FOR NO KEY UPDATE OF r SKIP LOCKED
       ) c
       WHERE (p_history OR NOT lanes.history)
         AND NOT EXISTS (

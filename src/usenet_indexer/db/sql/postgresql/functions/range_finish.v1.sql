@@ -1,12 +1,17 @@
 -- The holder finishes its range (leases/ranges.py): done, its lease logged as ended, its headers
 -- counted per group and lane, in one call and one round trip; no row: not held (at its epoch, alive at
--- the database's clock), or not read past its end. The row is locked before the conditions are
--- checked (see range_heartbeat.v2), so a finish never ends a lease a grant has already counted dead.
+-- the database's clock), or not read past its end. The rows are locked before the conditions are
+-- checked (see range_heartbeat.v2), so a finish never ends a lease a grant has already counted dead:
+-- the group's first, then the range's. The counts below update the group's row and its lane's, and
+-- a lane's claim or next range takes the group's then the lane's: a finish that took its range and
+-- its lane before its group deadlocked with them (the explorer found it).
 CREATE OR REPLACE FUNCTION range_finish(p_range bigint, p_node bigint, p_epoch bigint, p_ttl float8)
 RETURNS TABLE (id bigint, group_id bigint, priority bigint, headers bigint)
 LANGUAGE plpgsql VOLATILE AS $fn$
 BEGIN
-  PERFORM 1 FROM ranges r WHERE r.id = p_range FOR UPDATE;
+  PERFORM 1 FROM groups g WHERE g.id = (SELECT r.group_id FROM ranges r WHERE r.id = p_range)
+  FOR NO KEY UPDATE;
+  PERFORM 1 FROM ranges r WHERE r.id = p_range FOR NO KEY UPDATE;
   RETURN QUERY
   WITH done AS (
     UPDATE ranges r SET status = 'done', done_at = lease_now(), heartbeat_at = lease_now(), node_id = NULL

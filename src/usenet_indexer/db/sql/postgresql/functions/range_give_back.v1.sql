@@ -4,7 +4,7 @@ CREATE OR REPLACE FUNCTION range_give_back(p_range bigint, p_node bigint, p_epoc
 RETURNS TABLE (id bigint, now float8)
 LANGUAGE plpgsql VOLATILE AS $fn$
 BEGIN
-  PERFORM 1 FROM ranges r WHERE r.id = p_range FOR UPDATE;
+  PERFORM 1 FROM ranges r WHERE r.id = p_range FOR NO KEY UPDATE;
   RETURN QUERY
   WITH released AS (
     UPDATE ranges r SET status = 'planned', node_id = NULL, lane_epoch = NULL

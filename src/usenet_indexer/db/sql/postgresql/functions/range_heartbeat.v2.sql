@@ -6,7 +6,7 @@ CREATE OR REPLACE FUNCTION range_heartbeat(p_range bigint, p_node bigint, p_epoc
 RETURNS TABLE (range_id bigint)
 LANGUAGE plpgsql VOLATILE AS $fn$
 BEGIN
-  PERFORM 1 FROM ranges r WHERE r.id = p_range FOR UPDATE;
+  PERFORM 1 FROM ranges r WHERE r.id = p_range FOR NO KEY UPDATE;
   RETURN QUERY
   WITH beat AS (
     UPDATE ranges r SET heartbeat_at = lease_now()
