@@ -9,7 +9,9 @@ cd "$(dirname "$0")/.."
 # chromium: the headless browser of the web UI tests (driven by the playwright package, never a
 # browser it downloads itself).
 # tmux: the pseudo-terminal `run`'s live view is read from (tests/e2e/test_run_terminal.py).
-PACKAGES=(par2 nzbget chromium tmux)
+# faketime: a process with its wall clock stepped, against SQLite's lease clock (run, never linked into
+# ours: tests/integration/db/test_lease_clock.py).
+PACKAGES=(par2 nzbget chromium tmux faketime)
 
 missing=()
 for package in "${PACKAGES[@]}"; do

@@ -79,8 +79,8 @@ class Settings(BaseSettings):
     s3_part_bytes: int = Field(default=8 << 20, ge=5 << 20, le=5 << 30, description="Multipart part size")
 
     # Ownership leases of the background loops (seed 004): another coordinator takes a loop over after
-    # the TTL of silence from its holder; the TTL must be at least 3 × the renew interval (checked), and
-    # every loop's work must return well within it (renewals happen between works).
+    # the TTL of silence from its holder; the TTL must be at least 3 × the renew interval (checked).
+    # Renewals run beside the works; a loop that cannot renew within the TTL stops writing (its fence).
     ownership_ttl_seconds: float = Field(default=30.0, gt=0)
     ownership_renew_seconds: float = Field(default=10.0, gt=0)
 
@@ -120,7 +120,7 @@ class Settings(BaseSettings):
     planner_period_seconds: float = Field(default=60.0, gt=0)
     # Prefetcher: the spool's cap (back-pressure past it), how hard plain replies are deflated here
     # (1-3: ISA-L, ~1.3 GB/s; 4-9: libdeflate, ~280 MB/s at 6 for a result 6% smaller; 0 stores; the
-    # spool is transient), how long a round runs before the loop renews its ownership lease.
+    # spool is transient), how long a round runs before it plans again from the leases.
     spool_cap_bytes: int = Field(default=20 << 30, ge=0)
     spool_deflate_level: int = Field(default=1, ge=0, le=9)
     prefetch_round_seconds: float = Field(default=5.0, gt=0)

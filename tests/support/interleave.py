@@ -25,8 +25,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -283,13 +282,6 @@ class Interleaving:
             while not all(a.done for a in actors):
                 if not self._changed.wait(0.05) and time.monotonic() > deadline:
                     raise ScheduleError("actors did not end")
-
-    @contextmanager
-    def actors(self) -> Iterator[Interleaving]:
-        try:
-            yield self
-        finally:
-            self.close()
 
     # -- internals -------------------------------------------------------------------------------
 

@@ -23,9 +23,9 @@ Parallelism: asyncio tasks over the shared pool (coordinator/news.py), twice as 
 that while one task packs and writes its chunk on a storage thread another uses the connection. No
 chunk is fetched twice at once: each is claimed (range, chunk) for the time of its fetch.
 
-A round lasts at most ``prefetch_round_seconds`` (it takes no new chunk after that): the loop's thread
-renews its ownership lease between rounds, and a round longer than the lease's TTL could let another
-coordinator start prefetching beside this one.
+A round lasts at most ``prefetch_round_seconds`` (it takes no new chunk after that), so that a stop
+is heard and the round's plan follows the leases. Every chunk it records checks the loop's fence
+(coordinator/loops.py): a coordinator that lost the loop records nothing more.
 """
 
 from __future__ import annotations
@@ -68,8 +68,7 @@ SPOOL_SIZE_SECONDS = 5.0
 # Chunk fetches failing in a row (after the pool's retries): the server is in trouble, end the round.
 FAILURES_TO_END_ROUND = 8
 # A fetch is abandoned this long after its round's deadline (at most a third of the ownership lease's
-# TTL): with the default 5 s rounds a round ends within 15 s (+ one chunk's store), well inside the
-# 30 s TTL of a lease renewed just before the round (coordinator/loops.py).
+# TTL): with the default 5 s rounds a round ends within 15 s (+ one chunk's store).
 ROUND_GRACE_SECONDS = 10.0
 
 
@@ -203,7 +202,7 @@ class Prefetcher:
                 continue
             try:
                 # A fetch still running this long after the round's end is given up (a server that
-                # stalls while the pool retries): the loop must get back to renewing its lease.
+                # stalls while the pool retries): the round must end for a stop to be heard.
                 grace = min(ROUND_GRACE_SECONDS, self.settings.ownership_ttl_seconds / 3)
                 async with asyncio.timeout(max(0.0, state.deadline + grace - time.monotonic())):
                     fetched = await fetch_chunk(pool, job.target.group, job.span, plain=job.plain)

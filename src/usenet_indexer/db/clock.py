@@ -68,7 +68,7 @@ def anchored_clock(
     conn.execute("BEGIN IMMEDIATE")
     try:
         try:
-            row = conn.execute("SELECT boot_id, offset FROM lease_clock WHERE id = 1").fetchone()
+            row = conn.execute("SELECT boot_id, offset_seconds FROM lease_clock WHERE id = 1").fetchone()
         except sqlite3.OperationalError as error:
             if "no such table" not in str(error):
                 raise
@@ -80,8 +80,8 @@ def anchored_clock(
         else:
             offset = wall() - boot_clock()
             conn.execute(
-                "INSERT INTO lease_clock (id, boot_id, offset) VALUES (1, ?, ?) "
-                "ON CONFLICT (id) DO UPDATE SET boot_id = excluded.boot_id, offset = excluded.offset",
+                "INSERT INTO lease_clock (id, boot_id, offset_seconds) VALUES (1, ?, ?) ON CONFLICT (id) "
+                "DO UPDATE SET boot_id = excluded.boot_id, offset_seconds = excluded.offset_seconds",
                 (boot, offset),
             )
         conn.execute("COMMIT")

@@ -240,6 +240,11 @@ def _snapshots(
 ) -> None:
     """Snapshots within their lane leases; every lane batch preceded by its holder's snapshot."""
     recorded: dict[tuple[int, str, int, int], float] = {}
+    # The first epoch logged per lane: a lane claimed before its claims were logged (migration 0007)
+    # has snapshots under epochs no log names.
+    first_logged: dict[tuple[int, str], int] = {}
+    for group_id, lane_name, epoch in lane_intervals:
+        first_logged[(group_id, lane_name)] = min(epoch, first_logged.get((group_id, lane_name), epoch))
     for snapshot in snapshots:
         key = (int(snapshot["group_id"]), str(snapshot["lane"]), int(snapshot["epoch"]))
         at = float(snapshot["recorded_at"])
@@ -248,7 +253,8 @@ def _snapshots(
             problems.append(f"{where} recorded at {at:.3f}, after the lane had lapsed")
         interval = lane_intervals.get(key)
         if interval is None:
-            problems.append(f"{where} recorded under an epoch never claimed")
+            if key[2] >= first_logged.get(key[:2], key[2] + 1):
+                problems.append(f"{where} recorded under an epoch never claimed")
         elif not interval[0] - EPSILON <= at <= interval[1] + EPSILON:
             problems.append(
                 f"{where} recorded at {at:.3f}, outside the lane's lease {interval[0]:.3f}–{interval[1]:.3f}"

@@ -19,6 +19,7 @@ from tests.support.store import services_for
 from usenet_indexer.coordinator.services import Services
 
 SECONDS = {"postgresql": 60.0, "sqlite": 20.0}
+LONGEST = float(os.environ.get("USENET_INDEXER_EXPLORE_SECONDS", max(SECONDS.values())))
 
 
 @pytest.fixture
@@ -34,6 +35,7 @@ def explored(database_url: str, tmp_path: Path) -> Iterator[Services]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(LONGEST + 240)
 def test_random_schedules_keep_every_lease_rule(explored: Services) -> None:
     dialect = explored.db.dialect
     seconds = float(os.environ.get("USENET_INDEXER_EXPLORE_SECONDS", SECONDS[dialect]))

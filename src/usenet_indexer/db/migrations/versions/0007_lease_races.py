@@ -90,7 +90,7 @@ def upgrade() -> None:
             "lease_clock",
             sa.Column("id", sa.Integer(), primary_key=True, autoincrement=False),
             sa.Column("boot_id", sa.Text(), nullable=False),
-            sa.Column("offset", sa.Double(), nullable=False),
+            sa.Column("offset_seconds", sa.Double(), nullable=False),
             sa.CheckConstraint("id = 1", name="lease_clock_one_row"),
         )
 
