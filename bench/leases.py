@@ -1,9 +1,10 @@
 """Lease engine throughput: lease → heartbeat × k → batch → finish cycles by concurrent workers.
 
 Prints operations/s and the lease call's p50/p99 for 1, 8 and 32 workers on PostgreSQL and SQLite,
-and the lease call's p50 with 1,000,000 planned ranges against its p50 with 10,000 (the pick must
-not scan planned ranges). Workers are threads of one process here, as in the coordinator, whose
-node API serves each call from a thread pool.
+the lease call's p50 with 1,000,000 planned ranges against its p50 with 10,000 (the pick must
+not scan planned ranges), and PostgreSQL's CPU per call (its backend's, from /proc, one worker alone):
+a heartbeat, and a lease with ten batches and a finish. Workers are threads of one process here, as
+in the coordinator, whose node API serves each call from a thread pool.
 
 Targets (PostgreSQL, 32 workers, 2 cores): >= 2,000 operations/s, lease p99 < 25 ms; p50 ratio
 1M vs 10k <= 1.5.
@@ -21,7 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import emit, percentile, postgres_database, sqlite_database
+from _common import cpu_seconds, emit, percentile, postgres_database, sqlite_database
 from usenet_indexer.coordinator.services import Services, open_services
 from usenet_indexer.settings import Settings
 
@@ -162,6 +163,46 @@ def cycles_count(services: Services, count: int) -> tuple[int, list[float]]:
     return count, times
 
 
+def backend_cpu(url: str, heartbeats: int, cycles_run: int) -> tuple[float, float]:
+    """PostgreSQL's CPU (ms, its backend's, from /proc) per heartbeat and per cycle of a lease, ten
+    batches and a finish, one worker alone on one connection."""
+    settings = Settings(
+        database_url=url, data_dir=Path("/tmp/uibench-data"), lease_ttl_seconds=300, range_articles=100_000
+    )
+    services = open_services(settings, migrate=False, max_connections=1)
+    try:
+        services.groups.add("alt.binaries.cpu")
+        services.groups.plan("alt.binaries.cpu", 1, 100_000 * (cycles_run + 2))
+        node = services.nodes.add("cpu")[0]
+        with services.db.transaction() as tx:
+            pid = int(tx.sql("SELECT pg_backend_pid() AS pid")[0]["pid"])
+        lease = services.ranges.lease(node)
+        assert lease is not None
+        for _ in range(200):  # plans cached, the connection warm
+            services.ranges.heartbeat(lease.range_id, node, lease.epoch)
+        before = cpu_seconds(pid)
+        for _ in range(heartbeats):
+            services.ranges.heartbeat(lease.range_id, node, lease.epoch)
+        after = cpu_seconds(pid)
+        assert before is not None and after is not None
+        per_heartbeat = (after - before) / heartbeats
+        before = cpu_seconds(pid)
+        for _ in range(cycles_run):
+            lease = services.ranges.lease(node)
+            assert lease is not None
+            step = (lease.end - lease.start + 1) // 10
+            for at in range(lease.next, lease.end + 1, step):
+                services.ranges.commit_batch(
+                    lease.range_id, node, lease.epoch, at, min(lease.end, at + step - 1), 0
+                )
+            services.ranges.finish(lease.range_id, node, lease.epoch)
+        after = cpu_seconds(pid)
+        assert before is not None and after is not None
+        return per_heartbeat * 1000, (after - before) / cycles_run * 1000
+    finally:
+        services.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a short run (seconds, not minutes)")
@@ -201,6 +242,13 @@ def main() -> None:
     result[f"pg_lease_p50_ms_{'1m' if big == 1_000_000 else '100k'}"] = round(large * 1000, 3)
     result["pg_lease_p50_ratio_1m_vs_10k"] = round(ratio, 3)
     result["planned_ranges_large"] = big
+    with postgres_database() as url:
+        heartbeat_ms, cycle_ms = backend_cpu(url, 2_000 if args.quick else 10_000, 30 if args.quick else 150)
+    print(
+        f"pg backend CPU: {heartbeat_ms:.3f} ms a heartbeat, {cycle_ms:.2f} ms a lease + 10 batches + finish"
+    )
+    result["pg_cpu_ms_heartbeat"] = round(heartbeat_ms, 4)
+    result["pg_cpu_ms_cycle"] = round(cycle_ms, 3)
     emit(result)
 
 

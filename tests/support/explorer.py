@@ -77,12 +77,14 @@ class World:
     receipts: Receipts
     ttl: float
     clock_moves: int = 0
+    refusals: int = 0
 
 
 Program = Callable[[World, random.Random, int], None]
 
 
 REFUSED = object()
+_world: World | None = None  # the schedule being run (one at a time), for counting refusals
 
 
 def _refused(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -90,6 +92,8 @@ def _refused(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     try:
         return call(*args, **kwargs)
     except REFUSALS:
+        if _world is not None:
+            _world.refusals += 1
         return REFUSED
 
 
@@ -243,6 +247,9 @@ class Outcome:
     seed: int
     steps: int
     problems: list[str]
+    refusals: int = 0  # operations the engine refused (lease lost, stale, fenced, …)
+    blocks: int = 0  # steps after which an actor waited on another's lock
+    clock_moves: int = 0
 
 
 def wipe(db: Database) -> None:
@@ -269,8 +276,10 @@ def prepare(services: Services, seed: int) -> World:
 
 def run_schedule(services: Services, script: Interleaving, seed: int, max_steps: int = 400) -> Outcome:
     """One schedule: its actors stepped in the seed's order to their ends; the oracle's findings."""
-    world = prepare(services, seed)
+    global _world
+    world = _world = prepare(services, seed)
     rng = world.rng
+    blocks = 0
     programs, weights = zip(*PROGRAMS, strict=True)
     actors: list[Actor] = []
     script.reset()
@@ -299,6 +308,7 @@ def run_schedule(services: Services, script: Interleaving, seed: int, max_steps:
             world.clock_moves += 1
         script.step(rng.choice(paused))
         script.settle(live)
+        blocks += any(a.state == "blocked" for a in live)
         steps += 1
     problems: list[str] = []
     for actor in actors:
@@ -307,7 +317,7 @@ def run_schedule(services: Services, script: Interleaving, seed: int, max_steps:
     report = audit(services.db, ttl=world.ttl, max_per_group=services.settings.max_leases_per_group)
     problems.extend(report.problems)
     problems.extend(_receipts(services.db, world.receipts))
-    return Outcome(seed, steps, problems)
+    return Outcome(seed, steps, problems, world.refusals, blocks, world.clock_moves)
 
 
 def _receipts(db: Database, receipts: Receipts) -> list[str]:
@@ -340,13 +350,27 @@ def _receipts(db: Database, receipts: Receipts) -> list[str]:
     return problems
 
 
-def explore(
-    services: Services, seeds: range, *, budget_seconds: float | None = None
-) -> tuple[int, list[Outcome]]:
-    """Run the schedules of ``seeds`` (within ``budget_seconds``); how many ran, and the failed ones."""
+@dataclass
+class Exploration:
+    schedules: int = 0
+    steps: int = 0
+    refusals: int = 0
+    blocks: int = 0
+    clock_moves: int = 0
+    failures: list[Outcome] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return (
+            f"{self.schedules} schedules, {self.steps} steps, {self.refusals} refusals, "
+            f"{self.blocks} steps ending with an actor blocked, {self.clock_moves} clock moves, "
+            f"{len(self.failures)} failed"
+        )
+
+
+def explore(services: Services, seeds: range, *, budget_seconds: float | None = None) -> Exploration:
+    """Run the schedules of ``seeds`` (within ``budget_seconds``)."""
     script = Interleaving(services.db)
-    failures: list[Outcome] = []
-    ran = 0
+    found = Exploration()
     began = time.monotonic()
     try:
         for seed in seeds:
@@ -356,9 +380,13 @@ def explore(
                 outcome = run_schedule(services, script, seed)
             except ScheduleError as error:
                 outcome = Outcome(seed, 0, [f"schedule stuck: {error}"])
-            ran += 1
+            found.schedules += 1
+            found.steps += outcome.steps
+            found.refusals += outcome.refusals
+            found.blocks += outcome.blocks
+            found.clock_moves += outcome.clock_moves
             if outcome.problems:
-                failures.append(outcome)
+                found.failures.append(outcome)
     finally:
         script.close()
-    return ran, failures
+    return found

@@ -295,24 +295,27 @@ class Interleaving:
         """Wait until ``actor`` is paused, done or blocked."""
         deadline = time.monotonic() + WAIT_SECONDS
         polls = 0
-        with self._changed:
-            while True:
+        while True:
+            with self._changed:
                 if actor.state in ("paused", "done"):
                     return
                 if actor.sqlite_blocked:
                     actor.state = "blocked"
                     return
-                if self._changed.wait(0.002 if polls < 3 else 0.01):
-                    continue
-                polls += 1
-                if actor.backend_pid is not None and self._waits_on_lock(actor.backend_pid):
-                    actor.state = "blocked"
+                if self._changed.wait(0.001 if polls == 0 else 0.003):
+                    continue  # some actor moved: look again
+            polls += 1
+            # Asked without holding the condition: actors stopping meanwhile must not wait on us.
+            if actor.backend_pid is not None and self._waits_on_lock(actor.backend_pid):
+                with self._changed:
+                    if actor.state == "running":
+                        actor.state = "blocked"
                     return
-                if time.monotonic() > deadline:
-                    raise ScheduleError(
-                        f"actor {actor.name} neither stopped, ended nor blocked within {WAIT_SECONDS} s "
-                        f"(after {actor.at})"
-                    )
+            if time.monotonic() > deadline:
+                raise ScheduleError(
+                    f"actor {actor.name} neither stopped, ended nor blocked within {WAIT_SECONDS} s "
+                    f"(after {actor.at})"
+                )
 
     def _waits_on_lock(self, pid: int) -> bool:
         assert self._watch is not None
