@@ -22,8 +22,10 @@ import pytest
 
 from tests.support.databases import SqliteTemplate
 from tests.support.store import services_for
+from usenet_indexer.coordinator.services import Services
 from usenet_indexer.db.clock import anchored_clock
 from usenet_indexer.leases.ownership import OwnershipLeases
+from usenet_indexer.leases.ranges import RangeLease
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -60,6 +62,17 @@ def test_the_boot_clock_is_anchored_once_per_boot(tmp_path: Path, sqlite_templat
         assert abs(third.now() - 9_000_000.0) < 1.0
 
 
+def leased(services: Services) -> tuple[RangeLease, int, int]:
+    """A group of one range, leased to a node; the lease, its holder and another node."""
+    services.groups.add("alt.binaries.clock")
+    services.groups.plan("alt.binaries.clock", 1, 999)
+    holder, _ = services.nodes.add("worker-a")
+    other, _ = services.nodes.add("worker-b")
+    lease = services.ranges.lease(holder)
+    assert lease is not None
+    return lease, holder, other
+
+
 @pytest.mark.parametrize("step", ["+1h", "-1h"])
 def test_a_wall_clock_step_neither_refuses_nor_gives_away_a_live_lease(
     tmp_path: Path, sqlite_template: SqliteTemplate, step: str
@@ -67,12 +80,7 @@ def test_a_wall_clock_step_neither_refuses_nor_gives_away_a_live_lease(
     with sqlite_template.database(tmp_path) as url:
         services = services_for(url, tmp_path, lease_ttl_seconds=60.0)
         try:
-            services.groups.add("alt.binaries.clock")
-            services.groups.plan("alt.binaries.clock", 1, 999)
-            holder, _ = services.nodes.add("worker-a")
-            other, _ = services.nodes.add("worker-b")
-            lease = services.ranges.lease(holder)
-            assert lease is not None
+            lease, holder, other = leased(services)
             owner = OwnershipLeases(services.db, "coordinator-1", ttl_seconds=30.0, renew_seconds=10.0)
             assert owner.acquire("planner").ok
             # Another process, its wall clock an hour away: the planner stays ours, the range too.
@@ -92,12 +100,7 @@ def test_a_wall_clock_step_back_does_not_delay_a_takeover(
     with sqlite_template.database(tmp_path) as url:
         services = services_for(url, tmp_path, lease_ttl_seconds=1.0)
         try:
-            services.groups.add("alt.binaries.clock")
-            services.groups.plan("alt.binaries.clock", 1, 999)
-            holder, _ = services.nodes.add("worker-a")
-            other, _ = services.nodes.add("worker-b")
-            lease = services.ranges.lease(holder)
-            assert lease is not None
+            lease, _, other = leased(services)
             time.sleep(1.3)  # the holder is silent past its TTL, by any steady clock
             taken = stepped(url, "-1h", "lease", str(other), "1")
             assert taken == {"range": lease.range_id, "epoch": lease.epoch + 1, "took_over": True}

@@ -44,6 +44,19 @@ FUNCTIONS = (
 )
 
 
+def lane_lease_columns() -> list[sa.Column[object]]:
+    """What a lane's log rows start with: which lane, under which epoch, held by which node."""
+    return [
+        sa.Column("id", BIG, primary_key=True, autoincrement=True),
+        sa.Column(
+            "group_id", sa.BigInteger(), sa.ForeignKey("groups.id", ondelete="CASCADE"), nullable=False
+        ),
+        sa.Column("lane", sa.Text(), nullable=False),
+        sa.Column("epoch", sa.BigInteger(), nullable=False),
+        sa.Column("node_id", sa.BigInteger(), nullable=False),
+    ]
+
+
 def upgrade() -> None:
     postgres = op.get_bind().dialect.name == "postgresql"
     op.add_column("ranges", sa.Column("lane_epoch", sa.BigInteger(), nullable=True))
@@ -53,13 +66,7 @@ def upgrade() -> None:
     op.add_column("plain_chunks", sa.Column("plain_crc", sa.BigInteger(), nullable=True))
     op.create_table(
         "lane_log",
-        sa.Column("id", BIG, primary_key=True, autoincrement=True),
-        sa.Column(
-            "group_id", sa.BigInteger(), sa.ForeignKey("groups.id", ondelete="CASCADE"), nullable=False
-        ),
-        sa.Column("lane", sa.Text(), nullable=False),
-        sa.Column("epoch", sa.BigInteger(), nullable=False),
-        sa.Column("node_id", sa.BigInteger(), nullable=False),
+        *lane_lease_columns(),
         sa.Column("granted_at", sa.Double(), nullable=False),
         sa.Column("took_over", sa.Boolean(), nullable=False),
         sa.Column("ended_at", sa.Double(), nullable=True),
@@ -68,13 +75,7 @@ def upgrade() -> None:
     )
     op.create_table(
         "snapshot_log",
-        sa.Column("id", BIG, primary_key=True, autoincrement=True),
-        sa.Column(
-            "group_id", sa.BigInteger(), sa.ForeignKey("groups.id", ondelete="CASCADE"), nullable=False
-        ),
-        sa.Column("lane", sa.Text(), nullable=False),
-        sa.Column("epoch", sa.BigInteger(), nullable=False),
-        sa.Column("node_id", sa.BigInteger(), nullable=False),
+        *lane_lease_columns(),
         sa.Column("next", sa.BigInteger(), nullable=False),
         sa.Column("size", sa.BigInteger(), nullable=False),
         sa.Column("location", sa.Text(), nullable=False),
