@@ -117,6 +117,9 @@ def node_router(services: Services, metrics: Metrics) -> APIRouter:
     @router.post("/ranges/{range_id}/batches")
     async def batch(range_id: Id, epoch: Epoch, request: Request, node_id: Node) -> dict[str, Any]:
         """A batch (wire/batch.py): stored with the range's new resume point, or 409 stale."""
+        # The lease first, the body after: a node that holds nothing here gets a 409 before a byte of
+        # its body is read, inflated or parsed (issue 15).
+        await run(services.ranges.check, range_id, node_id, epoch)
         body = await read_body(request, settings.batch_max_bytes)
         wire = await run(decode_batch, body, settings.batch_max_bytes, settings.batch_max_inflated_bytes)
         if (wire.range_id, wire.epoch) != (range_id, epoch):
@@ -275,11 +278,11 @@ def node_router(services: Services, metrics: Metrics) -> APIRouter:
         """A lane given up: its open releases (a batch, range 0) stored and an empty window
         recorded at ``next``, in one transaction under the lane's epoch."""
         lane = check_lane(lane)
+        held = await run(services.lanes.held_lane, group_id, node_id, lane, epoch)  # before the body
         body = await read_body(request, settings.batch_max_bytes)
         wire = await run(decode_batch, body, settings.batch_max_bytes, settings.batch_max_inflated_bytes)
         if (wire.range_id, wire.epoch) != (0, epoch):
             raise HTTPException(400, f"a flush names range 0 and the lane's epoch {epoch}")
-        held = await run(services.lanes.held_lane, group_id, node_id, lane, epoch)
         empty = Window(held, position=next).snapshot()
         location, size = await run(services.snapshots.write, group_id, lane, next, epoch, [empty], "flushed")
         result: dict[str, Any] = {}

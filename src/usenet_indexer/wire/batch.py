@@ -22,6 +22,21 @@ blobs that together inflate past the inflated cap (checked while inflating, so a
 most the cap); a bad magic, a truncated or garbage body, bytes after the last blob; a head that is not
 JSON, unknown or missing fields, numbers that are negative, above 2**63-1 or not integers, a ``to_id``
 before ``from_id``; a blob that is not a segment blob or whose columns disagree (fragment.check_file).
+
+**What a body may cost is bounded by its own size**, before any JSON is parsed (issue 15: a head of
+``{"fragments":[[],[],…]}``, 73 KB compressed and 75 MB inflated, raised the coordinator's memory by
+1.95 GB before it was refused; a body nesting ``[`` 200,000 deep was a 500):
+
+- everything a body inflates to is at most ``INFLATE_RATIO`` times the body (and the inflated cap);
+  the head alone at most ``INFLATE_RATIO`` times its compressed bytes. Real heads inflate ~4.7 times,
+  real segment blobs ~3.4 times (indexing/sample.py's releases);
+- the head holds at most one JSON container (``[`` or ``{``, counted in strings too) per
+  ``BYTES_PER_CONTAINER`` bytes: a real head has one per ~146;
+- nesting too deep for the parser is refused, not a crash.
+
+Parsing what passes costs at most ~12 bytes of Python objects per inflated head byte, so a body costs
+the coordinator at most a few hundred times its size (tests/unit/hostile/test_hostile_bodies.py
+measures it with tracemalloc).
 """
 
 from __future__ import annotations
@@ -50,6 +65,9 @@ BATCH_MEDIA_TYPE = "application/vnd.usenet-indexer.batch"
 MAX_COMPRESSED = 64 * 1024 * 1024
 MAX_INFLATED = 768 * 1024 * 1024  # a 1,000,000-header batch inflates to ~80 MB
 BLOB_LEVEL = 1  # the catalog stores these blobs as they come: level 1 is what it packs at itself
+INFLATE_RATIO = 16  # what a body (and its head alone) may inflate to, times its own size
+INFLATE_SLACK = 64 * 1024  # … plus this, for small bodies
+BYTES_PER_CONTAINER = 48  # the densest head of JSON containers taken (a real one: ~146 bytes each)
 
 _LENGTH = struct.Struct("<I")
 
@@ -105,9 +123,10 @@ def decode_batch(
             f"batch body does not start with {MAGIC!r} (version {WIRE_VERSION}): the worker and the "
             "coordinator run different releases, or this is not a batch; upgrade the older one"
         )
-    budget = _Budget(max_inflated)
+    budget = _Budget(min(max_inflated, INFLATE_RATIO * len(data) + INFLATE_SLACK))
     head_bytes, at = _field(view, 4, "head")
-    document = _head(budget.inflate(head_bytes, "head"))
+    head_cap = min(budget.left, INFLATE_RATIO * len(head_bytes) + INFLATE_SLACK)
+    document = _head(budget.inflate(head_bytes, "head", head_cap))
     listed = document["batch"].get("fragments") if isinstance(document["batch"], dict) else None
     count = len(listed) if isinstance(listed, list) else 0
     blobs: list[bytes] = []
@@ -147,11 +166,13 @@ class _Budget:
 
     left: int
 
-    def inflate(self, data: bytes, what: str) -> bytes:
+    def inflate(self, data: bytes, what: str, cap: int | None = None) -> bytes:
         try:
-            out = inflate_whole(data, self.left)
+            out = inflate_whole(data, self.left if cap is None else min(cap, self.left))
         except InflateError as error:
-            raise BatchError(f"batch {what} {error}") from None
+            raise BatchError(
+                f"batch {what} {error} (a body inflates to {INFLATE_RATIO} times its size at most)"
+            ) from None
         self.left -= len(out)
         return out
 
@@ -170,8 +191,16 @@ def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _head(text: bytes) -> dict[str, Any]:
+    containers = text.count(b"[") + text.count(b"{")
+    if containers > len(text) // BYTES_PER_CONTAINER + 256:
+        raise BatchError(
+            f"batch head holds {containers} JSON arrays and objects in {len(text)} bytes: more than one in "
+            f"{BYTES_PER_CONTAINER} bytes is not a batch"
+        )
     try:
         document = json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_no_repeats)
+    except RecursionError:
+        raise BatchError("batch head nests JSON deeper than a batch ever does") from None
     except (ValueError, UnicodeDecodeError) as error:
         if isinstance(error, BatchError):
             raise

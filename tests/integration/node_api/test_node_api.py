@@ -343,3 +343,40 @@ def migrate(services: Services, ddl: str) -> None:
 
     with psycopg.connect(services.db.url, autocommit=True) as conn:
         conn.execute(ddl)  # type: ignore[arg-type]
+
+
+def test_a_hostile_batch_is_refused_before_it_costs_anything(
+    client: TestClient, services: Services, auth: dict[str, str]
+) -> None:
+    """Issue 15.1: a 73 KB body inflating to 75 MB of empty lists cost 1.95 GB before its 400; and any
+    node could post it, to a range that does not exist."""
+    import struct
+    import zlib
+
+    from usenet_indexer.wire.batch import MAGIC
+
+    text = b'{"range_id":1,"epoch":1,"batch":{"fragments":[' + b"[]," * 25_000_000 + b"[]]}}"
+    head = zlib.compress(text, 9)
+    body = MAGIC + struct.pack("<I", len(head)) + head
+    unleased = client.post(f"{API}/ranges/1/batches", params={"epoch": 1}, content=body, headers=auth)
+    assert (unleased.status_code, unleased.json()) == (409, {"error": "unknown range 1"})
+    plan(services)
+    granted = lease(client, auth)
+    began = time.monotonic()
+    refused = client.post(
+        f"{API}/ranges/{granted['id']}/batches",
+        params={"epoch": granted["epoch"]},
+        content=body,
+        headers=auth,
+    )
+    assert refused.status_code == 400
+    assert "inflates to 16 times its size at most" in refused.json()["error"]
+    assert time.monotonic() - began < 2.0
+    nested = zlib.compress(b"[" * 200_000 + b"]" * 200_000, 9)  # a RecursionError, answered 500
+    deep = client.post(
+        f"{API}/ranges/{granted['id']}/batches",
+        params={"epoch": granted["epoch"]},
+        content=MAGIC + struct.pack("<I", len(nested)) + nested,
+        headers=auth,
+    )
+    assert deep.status_code == 400

@@ -89,3 +89,58 @@ def test_a_gzip_bomb_stops_at_the_cap(reader: str) -> None:
     else:
         with pytest.raises(WindowError, match="inflates past"):
             Window.restore(bomb, max_inflated=8 << 20)
+
+
+# -- what a hostile body may cost (issue 15) -------------------------------------------------------------
+
+# The coordinator's memory for one body: at most this many times its size, plus a little.
+MEMORY_PER_BODY_BYTE = 256
+MEMORY_SLACK = 8 << 20
+
+
+def _head_body(text: bytes, level: int = 9) -> bytes:
+    head = zlib.compress(text, level)
+    return MAGIC + struct.pack("<I", len(head)) + head
+
+
+def _peak_while_refused(body: bytes) -> int:
+    """Bytes allocated at the peak while ``decode_batch`` refuses ``body`` (tracemalloc)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(BatchError):
+            decode_batch(body)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+HOSTILE = {
+    # 75 MB of empty lists in 73 KB: 1.95 GB of coordinator memory before it was refused.
+    "empty lists": b'{"range_id":1,"epoch":1,"batch":{"fragments":[' + b"[]," * 25_000_000 + b"[]]}}",
+    # 200,000 levels of nesting in a few hundred bytes: a RecursionError, answered 500.
+    "deep nesting": b"[" * 200_000 + b"]" * 200_000,
+    # Dense but shallow: a list per 12 bytes, as dense as the cap on inflating allows.
+    "dense lists": b'{"range_id":1,"epoch":1,"batch":{"fragments":[' + b'["aaaaaaa"],' * 200_000 + b"[]]}}",
+    # Strings: each small one a Python object of ~50 bytes.
+    "many strings": b'{"range_id":1,"epoch":1,"batch":{"x":[' + b'"a",' * 2_000_000 + b'"a"]}}',
+    # Random ones, which compress as little as a real head does: parsed whole, then refused.
+    "random strings": b'{"range_id":1,"epoch":1,"batch":{"x":['
+    + b",".join(b'"%06x"' % (n * 2_654_435_761 % 2**24) for n in range(300_000))
+    + b"]}}",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_a_hostile_head_costs_at_most_a_small_multiple_of_its_body(name: str) -> None:
+    body = _head_body(HOSTILE[name])
+    peak = _peak_while_refused(body)
+    assert peak <= MEMORY_PER_BODY_BYTE * len(body) + MEMORY_SLACK, (
+        f"{name}: {peak:,} bytes for a body of {len(body):,}"
+    )
+
+
+def test_a_real_batch_is_well_inside_the_bounds() -> None:
+    batch = single_run(scenario(3, releases=60))[0]
+    assert decode_batch(encode_batch(batch, 5, 2)).batch == batch
