@@ -54,6 +54,9 @@ class Settings(BaseSettings):
         default=3600.0, gt=0, description="Give up on a chunk after this"
     )
     stream_keepalive_seconds: float = Field(default=20.0, gt=0)
+    # Streams one node may hold open at once (a worker streams one range at a time; `edge --processes
+    # N` under one token streams N): past it, 429. Waiting streams hold no thread (node_api.py).
+    stream_max_per_node: int = Field(default=64, ge=1, le=100_000)
     batch_max_bytes: int = Field(default=64 << 20, ge=1024, description="Cap on a posted batch, compressed")
     batch_max_inflated_bytes: int = Field(default=768 << 20, ge=1024, description="… and inflated")
     snapshot_max_bytes: int = Field(default=1 << 30, ge=1024)

@@ -5,15 +5,18 @@ epoch; a lease lost (taken over, finished, released, expired) is 409 with the re
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import AsyncIterator, Mapping
 from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Query, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
+from starlette.background import BackgroundTask
 
 from usenet_indexer.articles import ChunkSpan, chunk_spans
 from usenet_indexer.catalog.batch_store import store_batch
@@ -37,7 +40,8 @@ MAX_ID = 2**63 - 1
 Id = Annotated[int, Path(ge=1, le=MAX_ID)]
 Epoch = Annotated[int, Query(ge=1, le=MAX_ID, description="The lease's epoch (fencing token)")]
 LaneParam = Annotated[str, Query(description="history or tail")]
-POLL_SECONDS = 0.5
+POLL_SECONDS = 0.5  # a waiting stream looks for its chunk this often at first …
+POLL_MAX_SECONDS = 2.0  # … and less often the longer it waits (500 waiting streams: 250 looks a second)
 # A snapshot body is handed to its blob writer in pieces this big, on a thread: an object store's
 # writer uploads a multipart part inside write(), which must not stall the event loop.
 SNAPSHOT_WRITE_BYTES = 1 << 20
@@ -89,6 +93,7 @@ Node = Annotated[int, Depends(authenticated_node)]
 def node_router(services: Services, metrics: Metrics) -> APIRouter:
     settings = services.settings
     router = APIRouter(prefix="/api/v1/node", tags=["node"])
+    streams = StreamSlots(settings.stream_max_per_node)
 
     @router.post("/lease", responses={204: {"description": "No range to lease now"}})
     def lease(node_id: Node) -> Any:
@@ -181,9 +186,11 @@ def node_router(services: Services, metrics: Metrics) -> APIRouter:
         start, end, resume = int(row["start_id"]), int(row["end_id"]), int(row["next_id"])
         spans = chunk_spans(start, end, settings.chunk_articles, resume)
         corpus = CorpusRange(str(row["group_name"]), start, end) if row["capture"] else None
+        slot = streams.take(node_id)
         return StreamingResponse(
-            frames(services, range_id, node_id, epoch, spans, corpus),
+            frames(services, range_id, node_id, epoch, spans, corpus, slot),
             media_type="application/octet-stream",
+            background=BackgroundTask(slot.release),  # also when the body never started
         )
 
     # -- group lanes ----------------------------------------------------------------------------
@@ -331,42 +338,88 @@ def node_router(services: Services, metrics: Metrics) -> APIRouter:
     return router
 
 
-def frames(
+class StreamSlot:
+    """One open stream of a node; released once, whichever comes first (the body's end, or the
+    response's background task when the body never started)."""
+
+    def __init__(self, slots: StreamSlots, node_id: int) -> None:
+        self._slots = slots
+        self._node = node_id
+        self._released = False
+
+    def release(self) -> None:
+        with self._slots.lock:
+            if not self._released:
+                self._released = True
+                self._slots.open[self._node] -= 1
+
+
+class StreamSlots:
+    """The streams each node holds open, at most ``cap`` at once: 45 streams of one token held all 40
+    of the server's threads while they waited for chunks, and `/healthz` timed out (issue 15). Waiting
+    streams no longer hold a thread; the cap bounds what one token can hold open all the same."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.lock = threading.Lock()
+        self.open: dict[int, int] = {}
+
+    def take(self, node_id: int) -> StreamSlot:
+        with self.lock:
+            if self.open.get(node_id, 0) >= self.cap:
+                raise HTTPException(
+                    429,
+                    f"this node has {self.cap} streams open already (stream_max_per_node): "
+                    "finish or give back a range first",
+                )
+            self.open[node_id] = self.open.get(node_id, 0) + 1
+        return StreamSlot(self, node_id)
+
+
+async def frames(
     services: Services,
     range_id: int,
     node_id: int,
     epoch: int,
     spans: list[ChunkSpan],
     corpus: CorpusRange | None,
-) -> Iterator[bytes | memoryview]:
+    slot: StreamSlot,
+) -> AsyncIterator[bytes | memoryview]:
     """The range's chunks from its resume point, each from the corpus or the spool.
 
     Both are polled while waiting: the corpus fill may store a chunk in the corpus only, and a stream
     that looked at the corpus once, before that store, waited the whole hour on the spool (three
     groups, seed 002). While waiting, a keepalive frame (and a heartbeat) every so often: an HTTP client
     gives up on a quiet body. A stream that gives up ends without its END frame, which the worker's
-    decoder reports.
+    decoder reports. It waits on the event loop, not on a thread: each poll and heartbeat borrows one
+    for a moment.
     """
     settings = services.settings
-    yield STREAM_HEADER
-    for span in spans:
-        give_up = time.monotonic() + settings.stream_chunk_wait_seconds
-        quiet_since = time.monotonic()
-        while (data := read_chunk(services, range_id, span, corpus)) is None:
-            if time.monotonic() > give_up:
-                log.error("stream.timeout", range=range_id, chunk=span.first)
-                return
-            if time.monotonic() - quiet_since >= settings.stream_keepalive_seconds:
-                quiet_since = time.monotonic()
-                yield encode_keepalive()
-                if not heartbeat(services, range_id, node_id, epoch):
+    try:
+        yield STREAM_HEADER
+        for span in spans:
+            give_up = time.monotonic() + settings.stream_chunk_wait_seconds
+            quiet_since = time.monotonic()
+            poll = POLL_SECONDS
+            while (data := await run(read_chunk, services, range_id, span, corpus)) is None:
+                if time.monotonic() > give_up:
+                    log.error("stream.timeout", range=range_id, chunk=span.first)
                     return
-            time.sleep(POLL_SECONDS)
-        yield from encode_frame_parts(span.first, span.last, data)
-        # Streaming keeps the lease alive.
-        if not heartbeat(services, range_id, node_id, epoch):
-            return
-    yield encode_end()
+                if time.monotonic() - quiet_since >= settings.stream_keepalive_seconds:
+                    quiet_since = time.monotonic()
+                    yield encode_keepalive()
+                    if not await run(heartbeat, services, range_id, node_id, epoch):
+                        return
+                await asyncio.sleep(poll)
+                poll = min(POLL_MAX_SECONDS, poll * 1.5)
+            for part in encode_frame_parts(span.first, span.last, data):
+                yield part
+            # Streaming keeps the lease alive.
+            if not await run(heartbeat, services, range_id, node_id, epoch):
+                return
+        yield encode_end()
+    finally:
+        slot.release()
 
 
 def reported(copy: bytes | None, crc: int | None) -> bool:

@@ -60,7 +60,7 @@ def create_app(services: Services) -> FastAPI:
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/healthz")
-    def healthz() -> dict[str, str]:
+    async def healthz() -> dict[str, str]:  # on the event loop: answered however busy the threads are
         return {"status": "ok"}
 
     @app.get("/api/v1/status")
