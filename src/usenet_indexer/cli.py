@@ -437,9 +437,12 @@ def admin_hash_password(
     password: Annotated[str, typer.Option(prompt=True, hide_input=True, confirmation_prompt=True)],
 ) -> None:
     """Print the hash of an admin password, for the setting admin_password_hash."""
-    from usenet_indexer.coordinator.passwords import hash_password
+    from usenet_indexer.coordinator.passwords import WeakPassword, check_strength, hash_password
 
-    typer.echo(hash_password(password))
+    try:
+        typer.echo(hash_password(check_strength(password)))
+    except WeakPassword as error:
+        fail(str(error))
 
 
 # -- serve ------------------------------------------------------------------------------------------
@@ -460,6 +463,15 @@ NntpPasswordOption = Annotated[
     typer.Option(help="AUTHINFO password (visible to `ps`: prefer USENET_INDEXER_NNTP_PASSWORD)"),
 ]
 NntpConnectionsOption = Annotated[int | None, typer.Option(help="Connections the account allows (default 8)")]
+TlsCertOption = Annotated[Path | None, typer.Option(help="HTTPS: the certificate (PEM; with --tls-key)")]
+TlsKeyOption = Annotated[Path | None, typer.Option(help="HTTPS: its private key (PEM)")]
+InsecureHttpOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--insecure-http/--no-insecure-http",
+        help="Plain HTTP beyond loopback: only behind a proxy that terminates TLS",
+    ),
+]
 
 
 def with_options(ctx: typer.Context, **given: object) -> Settings:
@@ -487,13 +499,17 @@ def serve(
     nntp_user: NntpUserOption = None,
     nntp_password: NntpPasswordOption = None,
     nntp_connections: NntpConnectionsOption = None,
+    tls_cert: TlsCertOption = None,
+    tls_key: TlsKeyOption = None,
+    insecure_http: InsecureHttpOption = None,
 ) -> None:
     """Run the coordinator: its HTTP API and its background loops (with a news server: the planner,
     prefetcher and corpus fill too)."""
+    from usenet_indexer.coordinator.http import ServeError, check_exposure
     from usenet_indexer.coordinator.server import run_server
     from usenet_indexer.storage.blobs import BlobError
 
-    with_options(
+    settings = with_options(
         ctx,
         host=host,
         port=port,
@@ -503,7 +519,14 @@ def serve(
         nntp_user=nntp_user,
         nntp_password=nntp_password,
         nntp_connections=nntp_connections,
+        tls_certfile=tls_cert,
+        tls_keyfile=tls_key,
+        insecure_http=insecure_http,
     )
+    try:
+        check_exposure(settings)
+    except ServeError as error:
+        fail(str(error))
     services = services_of(ctx)
     try:
         services.blobs.check()  # a bucket that is not there: said now, not as every chunk's failure
@@ -530,6 +553,7 @@ def run(
     nntp_user: NntpUserOption = None,
     nntp_password: NntpPasswordOption = None,
     nntp_connections: NntpConnectionsOption = None,
+    insecure_http: InsecureHttpOption = None,
     batch_articles: Annotated[int, typer.Option(help="Articles per batch a worker posts", min=1)] = 500_000,
     exit_when_done: Annotated[
         bool, typer.Option(help="Stop once every group is indexed to its high watermark (scripts, tests)")
@@ -553,7 +577,20 @@ def run(
         nntp_user=nntp_user,
         nntp_password=nntp_password,
         nntp_connections=nntp_connections,
+        insecure_http=insecure_http,
     )
+    if settings.tls_certfile is not None:
+        # Its own workers connect over loopback in plain HTTP; HTTPS for other machines is `serve`'s.
+        fail(
+            "`run` serves its own workers over loopback: for HTTPS to other machines use `serve` with "
+            "--tls-cert and --tls-key and `edge` workers, or a TLS proxy in front (docs/DEPLOY.md)"
+        )
+    from usenet_indexer.coordinator.http import ServeError, check_exposure
+
+    try:
+        check_exposure(settings)
+    except ServeError as error:
+        fail(str(error))
     if not settings.news_servers():
         fail(
             "no news server: give one with --nntp-host (and --nntp-port, --nntp-ssl, --nntp-user; the "
@@ -691,7 +728,8 @@ def edge(
 ) -> None:
     """Run an edge worker: lease ranges from the coordinator, index them, post batches.
 
-    Needs only COORDINATOR_URL and NODE_TOKEN in the environment.
+    Needs only COORDINATOR_URL and NODE_TOKEN in the environment (and COORDINATOR_CA, the certificate of
+    an https coordinator whose certificate no public CA signed).
     """
     import os
     import signal
@@ -701,6 +739,7 @@ def edge(
         fail(f"--lane: history or tail, not {lane!r}")
     url = os.environ.get("COORDINATOR_URL", "").strip()
     token = os.environ.get("NODE_TOKEN", "").strip()
+    authority = os.environ.get("COORDINATOR_CA", "").strip() or None  # a private CA's certificate
     if not url:
         fail("COORDINATOR_URL is not set: the coordinator's address, e.g. http://127.0.0.1:8710")
     if not token:
@@ -734,7 +773,7 @@ def edge(
         stop.wait(seconds)
 
     tune_gc()
-    with NodeClient(url, token, sleep=pause) as client:
+    with NodeClient(url, token, sleep=pause, ca_file=authority) as client:
         worker = EdgeWorker(client, batch_articles=batch_articles, stop=stop, idle_seconds=idle_seconds)
         try:
             if lane is None:

@@ -90,6 +90,17 @@ class Settings(BaseSettings):
     # The coordinator's HTTP server.
     host: str = "127.0.0.1"
     port: int = Field(default=8710, ge=0, le=65535)
+    # Facing the network (coordinator/http.py): HTTPS with a certificate and its key; plain HTTP beyond
+    # loopback only when a proxy in front terminates TLS (insecure_http). Limits every request is held
+    # to, whatever it claims: its body (counted as read), the time for its headers and between body
+    # bytes, and the connections open at once.
+    tls_certfile: Path | None = None
+    tls_keyfile: Path | None = None
+    insecure_http: bool = False
+    request_max_bytes: int = Field(default=1 << 20, ge=1024, description="Any body but batches and snapshots")
+    request_header_seconds: float = Field(default=10.0, gt=0)
+    request_body_idle_seconds: float = Field(default=30.0, gt=0)
+    http_max_connections: int = Field(default=2048, ge=16)
     public_url: str = Field(
         default="",
         description="The coordinator's address as clients reach it (links in API results); "
@@ -137,10 +148,10 @@ class Settings(BaseSettings):
         if not self.database_url:
             self.database_url = f"sqlite:///{(self.data_dir / 'usenet-indexer.db').as_posix()}"
         if self.admin_password:
-            from usenet_indexer.coordinator.passwords import hash_password
+            from usenet_indexer.coordinator.passwords import check_strength, hash_password
 
             if not self.admin_password_hash:
-                self.admin_password_hash = hash_password(self.admin_password)
+                self.admin_password_hash = hash_password(check_strength(self.admin_password))
             self.admin_password = ""
         if self.range_articles % self.chunk_articles:
             # Ranges are cut into chunks aligned like the ranges themselves (articles.py).

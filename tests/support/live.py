@@ -9,14 +9,15 @@ from contextlib import contextmanager
 
 import uvicorn
 
+from usenet_indexer.coordinator.http import http_config
 from usenet_indexer.coordinator.server import create_app
 from usenet_indexer.coordinator.services import Services
 
 
 @contextmanager
 def live_coordinator(services: Services) -> Iterator[str]:
-    config = uvicorn.Config(create_app(services), host="127.0.0.1", port=0, log_config=None, access_log=False)
-    server = uvicorn.Server(config)
+    # The configuration `serve` runs with (limits, header deadline, TLS when the settings give it).
+    server = uvicorn.Server(http_config(create_app(services), services.settings, port=0))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
@@ -25,8 +26,9 @@ def live_coordinator(services: Services) -> Iterator[str]:
             raise RuntimeError("the test coordinator did not start")
         time.sleep(0.01)
     port = server.servers[0].sockets[0].getsockname()[1]
+    scheme = "https" if services.settings.tls_certfile is not None else "http"
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"{scheme}://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(10)

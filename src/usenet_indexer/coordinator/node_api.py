@@ -20,6 +20,7 @@ from starlette.background import BackgroundTask
 
 from usenet_indexer.articles import ChunkSpan, chunk_spans
 from usenet_indexer.catalog.batch_store import store_batch
+from usenet_indexer.coordinator.http import RequestRefused
 from usenet_indexer.coordinator.metrics import Metrics
 from usenet_indexer.coordinator.nodes import NodeDisabled, Unauthorized
 from usenet_indexer.coordinator.services import Services
@@ -454,7 +455,7 @@ async def read_body(request: Request, max_bytes: int) -> bytes:
     async for piece in request.stream():
         size += len(piece)
         if size > max_bytes:
-            raise HTTPException(413, f"body over the {max_bytes}-byte cap: post smaller batches")
+            raise RequestRefused(413, f"body over the {max_bytes}-byte cap: post smaller batches")
         pieces.append(piece)
     return b"".join(pieces)
 

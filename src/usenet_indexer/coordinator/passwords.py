@@ -15,6 +15,23 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
+MIN_LENGTH = 12  # an admin password shorter than this is refused where one is set
+
+
+class WeakPassword(ValueError):
+    pass
+
+
+def check_strength(password: str) -> str:
+    """``password``, or WeakPassword saying why it cannot be the admin's."""
+    if len(password) < MIN_LENGTH:
+        raise WeakPassword(
+            f"the admin password must be at least {MIN_LENGTH} characters (a few words will do), "
+            f"not {len(password)}"
+        )
+    return password
+
+
 def hash_password(password: str) -> str:
     salt = secrets.token_bytes(16)
     digest = hashlib.scrypt(password.encode("utf-8"), salt=salt, n=N, r=R, p=P, dklen=32)

@@ -15,6 +15,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from usenet_indexer.catalog.probe import Prober
 from usenet_indexer.coordinator.cleanup import SpoolCleanup
 from usenet_indexer.coordinator.corpus_fill import CorpusFill
+from usenet_indexer.coordinator.http import RequestLimits, http_config
 from usenet_indexer.coordinator.loops import LoopRunner, holder_name
 from usenet_indexer.coordinator.metrics import Metrics
 from usenet_indexer.coordinator.news import NewsService
@@ -39,6 +40,7 @@ def create_app(services: Services) -> FastAPI:
 
     app = FastAPI(title="usenet-indexer coordinator", version="1", lifespan=lifespan)
     app.state.services = services
+    app.add_middleware(RequestLimits, settings=services.settings)
     metrics = Metrics(services)
     app.state.metrics = metrics
     install_error_handlers(app, metrics)
@@ -141,10 +143,7 @@ def probe_work(services: Services, news: NewsService, fence: Fence | None = None
 
 def run_server(services: Services) -> None:
     settings = services.settings
-    config = uvicorn.Config(
-        create_app(services), host=settings.host, port=settings.port, log_config=None, access_log=False
-    )
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(http_config(create_app(services), settings))
     loops = background_loops(services)
 
     async def serve() -> None:
@@ -154,7 +153,8 @@ def run_server(services: Services) -> None:
         if server.started:
             host, port = server.servers[0].sockets[0].getsockname()[:2]
             database = redacted(settings.database_url)
-            print(f"coordinator listening on http://{host}:{port}/ (database {database})", flush=True)
+            scheme = "https" if settings.tls_certfile is not None else "http"
+            print(f"coordinator listening on {scheme}://{host}:{port}/ (database {database})", flush=True)
             loops.start()
         await task
 

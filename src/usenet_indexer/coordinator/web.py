@@ -32,6 +32,8 @@ from starlette.concurrency import run_in_threadpool
 from usenet_indexer.catalog.search import SearchQuery, words
 from usenet_indexer.coordinator.dashboard import dashboard, retry_range
 from usenet_indexer.coordinator.groups import GroupError
+from usenet_indexer.coordinator.http import RequestRefused
+from usenet_indexer.coordinator.lockout import LoginLockout
 from usenet_indexer.coordinator.newznab import NewznabError, nzb_response
 from usenet_indexer.coordinator.nodes import NodeError
 from usenet_indexer.coordinator.passwords import verify_password
@@ -41,6 +43,7 @@ from usenet_indexer.indexing import SegmentBlobError, unpack_segments
 from usenet_indexer.indexing.categories import NAMES
 from usenet_indexer.indexing.rules import RuleError, RuleSet
 from usenet_indexer.indexing.rules import test as test_subject
+from usenet_indexer.logs import get_logger
 
 __all__ = ["ago", "human_bytes", "human_number", "web_router"]
 
@@ -50,6 +53,8 @@ PAGE_SIZE = 50
 MAX_FORM_BYTES = 256 << 10
 
 TEMPLATES = Path(__file__).parent / "templates"
+
+log = get_logger(__name__)
 
 
 # -- formatting: numbers with units, relative times -----------------------------------------------
@@ -193,6 +198,8 @@ async def read_form(request: Request) -> dict[str, str]:
         raise FormRefused(413, f"the form is {int(length):,} bytes; at most {MAX_FORM_BYTES:,} are read")
     try:
         form = await request.form(max_files=0, max_fields=100)
+    except RequestRefused:
+        raise  # cut off while read (too large, too slow): its own status
     except Exception as error:  # a malformed body is a 400 with the parser's reason, never a 500
         raise FormRefused(400, f"the form could not be read: {error}") from None
     return {key: value for key, value in form.multi_items() if isinstance(value, str)}
@@ -227,6 +234,7 @@ def refused(error: object) -> int:
 def web_router(services: Services) -> APIRouter:
     router = APIRouter(include_in_schema=False)
     web = Web(services)
+    lockout = LoginLockout()
 
     def blocking(function: Any, *args: Any) -> Any:
         return run_in_threadpool(function, *args)
@@ -334,16 +342,34 @@ def web_router(services: Services) -> APIRouter:
                 configured=True,
                 error="The form expired: load the login page again.",
             )
+        client = request.client.host if request.client else "unknown"
+        wait = lockout.locked(client)
+        if wait > 0:
+            locked = web.render(
+                request,
+                "login.html",
+                status=429,
+                login_csrf=cookie,
+                configured=True,
+                error=f"Too many wrong passwords from {client}: try again in {wait:.0f} s.",
+            )
+            locked.headers["Retry-After"] = str(max(1, round(wait)))
+            return locked
         made = await blocking(web.login, form.get("password", ""))
         if made is None:
+            locked_for = lockout.failed(client)
+            if locked_for:
+                log.warning("admin.login_locked", client=client, seconds=locked_for)
             return web.render(
                 request,
                 "login.html",
                 status=401,
                 login_csrf=cookie,
                 configured=bool(services.settings.admin_password_hash),
-                error="Wrong password.",
+                error="Wrong password."
+                + (f" Further tries from {client} wait {locked_for:.0f} s." if locked_for else ""),
             )
+        lockout.succeeded(client)
         token, _ = made
         response = RedirectResponse("/admin/groups", status_code=303)
         secure = request.url.scheme == "https"

@@ -8,6 +8,7 @@ retried: the worker stops that range at once.
 from __future__ import annotations
 
 import random
+import ssl
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -77,7 +78,10 @@ class NodeClient:
         timeout: float = 120.0,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        ca_file: str | None = None,
     ) -> None:
+        """``ca_file``: the certificate (PEM) an https coordinator's is checked against, when it is not
+        signed by a public CA (COORDINATOR_CA); without it, the system's CAs."""
         self.base_url = base_url.rstrip("/")
         self._sleep = sleep
         self._http = httpx.Client(
@@ -85,6 +89,7 @@ class NodeClient:
             headers={"Authorization": f"Bearer {token}", "User-Agent": "usenet-indexer-edge/1"},
             timeout=httpx.Timeout(timeout, connect=10.0),
             transport=transport,
+            verify=ssl.create_default_context(cafile=ca_file) if ca_file else True,
         )
 
     def close(self) -> None:

@@ -33,6 +33,7 @@ from typing import IO
 
 import uvicorn
 
+from usenet_indexer.coordinator.http import http_config
 from usenet_indexer.coordinator.loops import LoopRunner
 from usenet_indexer.coordinator.news import NewsService
 from usenet_indexer.coordinator.server import background_loops, create_app, redacted
@@ -108,14 +109,7 @@ class LocalRun:
 
     def _start_server(self) -> None:
         settings = self.services.settings
-        config = uvicorn.Config(
-            create_app(self.services),
-            host=settings.host,
-            port=settings.port,
-            log_config=None,
-            access_log=False,
-        )
-        server = uvicorn.Server(config)
+        server = uvicorn.Server(http_config(create_app(self.services), settings))
         # Not the main thread: uvicorn then leaves the signals to us (stop order matters, see above).
         thread = threading.Thread(target=server.run, name="http", daemon=True)
         thread.start()

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import html
 import re
+import time
+from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
@@ -202,3 +205,33 @@ def test_an_oversized_or_unreadable_form_is_refused_with_its_reason(client: Test
     added = client.post("/admin/groups", data={"action": "add", "name": "alt.binaries.ok", "csrf": csrf})
     assert added.status_code == 200 and "alt.binaries.ok" in added.text
     assert "x" * 100 not in added.text
+
+
+def test_wrong_passwords_lock_a_client_out_even_from_the_right_one(client: TestClient) -> None:
+    """Issue 15.4: 42 guesses a second from one client, then the right password still accepted."""
+    from usenet_indexer.coordinator.lockout import FREE_FAILURES
+
+    page = client.get("/admin/login")
+    token = csrf_of(page.text)
+    statuses = [
+        client.post("/admin/login", data={"csrf": token, "password": f"guess {n}"}).status_code
+        for n in range(FREE_FAILURES + 1)
+    ]
+    assert statuses == [401] * (FREE_FAILURES + 1)
+    locked = client.post("/admin/login", data={"csrf": token, "password": ADMIN_PASSWORD})
+    assert locked.status_code == 429
+    assert int(locked.headers["Retry-After"]) >= 1
+    assert "try again in" in locked.text
+    time.sleep(float(locked.headers["Retry-After"]) + 0.2)
+    assert client.post("/admin/login", data={"csrf": token, "password": ADMIN_PASSWORD}).status_code == 200
+
+
+def test_a_short_admin_password_is_refused(tmp_path: Path) -> None:
+    from usenet_indexer.settings import Settings
+
+    with pytest.raises(ValueError, match="at least 12 characters"):
+        Settings(data_dir=tmp_path, admin_password="hunter2")
+    runner = CliRunner()
+    result = runner.invoke(cli_app, ["admin", "hash-password"], input="hunter2\nhunter2\n")
+    assert result.exit_code == 1
+    assert "at least 12 characters" in result.output
