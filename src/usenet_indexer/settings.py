@@ -97,6 +97,9 @@ class Settings(BaseSettings):
     tls_certfile: Path | None = None
     tls_keyfile: Path | None = None
     insecure_http: bool = False
+    # Proxies whose X-Forwarded-For/-Proto are believed (the client's address for the login lockout and
+    # the operator pages; https for the session cookie's Secure flag): comma-separated addresses.
+    trusted_proxies: str = "127.0.0.1,::1"
     request_max_bytes: int = Field(default=1 << 20, ge=1024, description="Any body but batches and snapshots")
     request_header_seconds: float = Field(default=10.0, gt=0)
     request_body_idle_seconds: float = Field(default=30.0, gt=0)

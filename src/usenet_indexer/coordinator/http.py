@@ -178,8 +178,8 @@ def http_config(app: Any, settings: Settings, *, port: int | None = None) -> uvi
         timeout_keep_alive=5,
         ssl_certfile=None if settings.tls_certfile is None else str(settings.tls_certfile),
         ssl_keyfile=None if settings.tls_keyfile is None else str(settings.tls_keyfile),
-        # X-Forwarded-Proto and -For from a proxy on this machine (uvicorn's default): the session
+        # X-Forwarded-Proto and -For from the proxies named (this machine's by default): the session
         # cookie is then Secure behind a TLS proxy, and a client's address is its own.
         proxy_headers=True,
-        forwarded_allow_ips="127.0.0.1,::1",
+        forwarded_allow_ips=settings.trusted_proxies,
     )

@@ -9,7 +9,9 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import uvicorn
-from fastapi import FastAPI, Request, Response
+from fastapi import Depends, FastAPI, Request, Response
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from usenet_indexer.catalog.probe import Prober
@@ -24,7 +26,7 @@ from usenet_indexer.coordinator.node_api import install_error_handlers, node_rou
 from usenet_indexer.coordinator.planner import Planner
 from usenet_indexer.coordinator.prefetcher import Prefetcher
 from usenet_indexer.coordinator.services import Services
-from usenet_indexer.coordinator.web import web_router
+from usenet_indexer.coordinator.web import operator_only, web_router
 from usenet_indexer.db.database import Fence
 from usenet_indexer.leases.ownership import OwnershipLeases
 from usenet_indexer.logs import get_logger
@@ -38,7 +40,15 @@ def create_app(services: Services) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
 
-    app = FastAPI(title="usenet-indexer coordinator", version="1", lifespan=lifespan)
+    # The API's own docs and schema are routes of ours below, for the operator only.
+    app = FastAPI(
+        title="usenet-indexer coordinator",
+        version="1",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
     app.state.services = services
     app.add_middleware(RequestLimits, settings=services.settings)
     metrics = Metrics(services)
@@ -57,7 +67,17 @@ def create_app(services: Services) -> FastAPI:
             metrics.api_seconds.labels(route=getattr(route, "path", "?")).observe(time.perf_counter() - began)
         return response
 
-    @app.get("/metrics")
+    operator = [Depends(operator_only)]
+
+    @app.get("/openapi.json", include_in_schema=False, dependencies=operator)
+    def openapi() -> JSONResponse:
+        return JSONResponse(app.openapi())
+
+    @app.get("/docs", include_in_schema=False, dependencies=operator)
+    def docs() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title=app.title)
+
+    @app.get("/metrics", dependencies=operator)
     def prometheus() -> Response:
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
@@ -65,7 +85,7 @@ def create_app(services: Services) -> FastAPI:
     async def healthz() -> dict[str, str]:  # on the event loop: answered however busy the threads are
         return {"status": "ok"}
 
-    @app.get("/api/v1/status")
+    @app.get("/api/v1/status", dependencies=operator)
     def status() -> dict[str, object]:
         """Groups with their ranges by status (what `groups list` prints)."""
         return {

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.concurrency import run_in_threadpool
@@ -32,7 +32,7 @@ from starlette.concurrency import run_in_threadpool
 from usenet_indexer.catalog.search import SearchQuery, words
 from usenet_indexer.coordinator.dashboard import dashboard, retry_range
 from usenet_indexer.coordinator.groups import GroupError
-from usenet_indexer.coordinator.http import RequestRefused
+from usenet_indexer.coordinator.http import RequestRefused, is_loopback
 from usenet_indexer.coordinator.lockout import LoginLockout
 from usenet_indexer.coordinator.newznab import NewznabError, nzb_response
 from usenet_indexer.coordinator.nodes import NodeError
@@ -121,6 +121,32 @@ def _hash(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
+def admin_session(services: Services, request: Request) -> Mapping[str, Any] | None:
+    """The admin's session the request's cookie names (read once per request), or None."""
+    cached = request.scope.get("uix_session", False)
+    if cached is not False:
+        return cached  # type: ignore[no-any-return]
+    token = request.cookies.get(SESSION_COOKIE, "")
+    row = None
+    if token and len(token) < 200:
+        with services.db.transaction(write=False) as tx:
+            row = tx.one("session_get", {"token_hash": _hash(token)})
+    request.scope["uix_session"] = row
+    return row
+
+
+def operator_only(request: Request) -> None:
+    """For what tells an operator how the coordinator runs (metrics, status, the API's schema): a
+    client on this machine (a scraper beside it), or the admin logged in; 403 for anyone else (issue
+    15: they were open to the world)."""
+    host = request.client.host if request.client else ""
+    if is_loopback(host) or admin_session(request.app.state.services, request) is not None:
+        return
+    raise HTTPException(
+        403, "only from the coordinator's own machine, or logged in as the admin (/admin/login)"
+    )
+
+
 class Web:
     def __init__(self, services: Services) -> None:
         self.services = services
@@ -148,16 +174,7 @@ class Web:
     # -- sessions ---------------------------------------------------------------------------------
 
     def session(self, request: Request) -> Mapping[str, Any] | None:
-        cached = request.scope.get("uix_session", False)
-        if cached is not False:
-            return cached  # type: ignore[no-any-return]
-        token = request.cookies.get(SESSION_COOKIE, "")
-        row = None
-        if token and len(token) < 200:
-            with self.services.db.transaction(write=False) as tx:
-                row = tx.one("session_get", {"token_hash": _hash(token)})
-        request.scope["uix_session"] = row
-        return row
+        return admin_session(self.services, request)
 
     def login(self, password: str) -> tuple[str, str] | None:
         stored = self.services.settings.admin_password_hash

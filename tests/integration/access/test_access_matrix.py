@@ -4,7 +4,9 @@ Callers: anonymous, a newznab API key, an edge node's token, the admin (logged i
 - the node API (/api/v1/node/…) takes node tokens only: 401 for anyone else;
 - the newznab API (/api) takes API keys only: error 100 for a node token or none;
 - admin pages take the admin's session only (the login page itself is open);
-- public pages (dashboard, release browsing, health, metrics, the API's own docs) are open.
+- operator pages (metrics, status, the API's docs and schema) take a client on the coordinator's own
+  machine or the admin's session: 403 for anyone else;
+- public pages (dashboard, release browsing, health) are open.
 Every route the app has must be in one of these classes, so a new route cannot slip through unclassified.
 """
 
@@ -24,10 +26,8 @@ from usenet_indexer.coordinator.server import create_app
 from usenet_indexer.coordinator.services import Services
 
 ADMIN_PASSWORD = "an admin password for the access tests"
-PUBLIC = re.compile(
-    r"^/(|healthz|metrics|openapi\.json|docs|docs/oauth2-redirect|redoc|api/v1/status|releases"
-    r"|releases/\{guid\}|releases/\{guid\}/nzb|static/.*)$"
-)
+PUBLIC = re.compile(r"^/(|healthz|releases|releases/\{guid\}|releases/\{guid\}/nzb|static/.*)$")
+OPERATOR = re.compile(r"^/(metrics|openapi\.json|docs|api/v1/status)$")
 ADMIN = re.compile(r"^/admin(/.*)?$")
 NODE = re.compile(r"^/api/v1/node/")
 NEWZNAB = re.compile(r"^/api$")
@@ -84,7 +84,7 @@ def test_every_route_is_classified(app: FastAPI) -> None:
     unclassified = [
         (m, p)
         for m, p in routes(app)
-        if not (PUBLIC.match(p) or ADMIN.match(p) or NODE.match(p) or NEWZNAB.match(p))
+        if not (PUBLIC.match(p) or OPERATOR.match(p) or ADMIN.match(p) or NODE.match(p) or NEWZNAB.match(p))
     ]
     assert unclassified == []
     assert len([r for r in routes(app) if NODE.match(r[1])]) >= 14
@@ -163,3 +163,24 @@ def test_secrets_are_stored_only_as_hashes(app: FastAPI, services: Services) -> 
     )
     for secret in (node_token, api_key, ADMIN_PASSWORD):
         assert secret not in dump
+
+
+def test_operator_pages_take_this_machine_or_the_admin(app: FastAPI, services: Services) -> None:
+    """Issue 15.6: /metrics, /api/v1/status, /docs and /openapi.json were open to the world."""
+    node_token = services.nodes.add("edge-access")[1]
+    api_key = services.users.add("alice")[1]
+    elsewhere = TestClient(app, client=("203.0.113.7", 40000))
+    local = TestClient(app, client=("127.0.0.1", 40000))
+    admin = admin_client(app)
+    paths = [path for method, path in routes(app) if OPERATOR.match(path)]
+    assert sorted(paths) == ["/api/v1/status", "/docs", "/metrics", "/openapi.json"]
+    for path in paths:
+        for headers in (
+            {},
+            {"Authorization": f"Bearer {node_token}"},
+            {"Authorization": f"Bearer {api_key}"},
+        ):
+            refused = elsewhere.get(path, headers=headers)
+            assert refused.status_code == 403, f"{path}: {refused.status_code}"
+        assert local.get(path).status_code == 200, path
+        assert admin.get(path).status_code == 200, path

@@ -281,7 +281,8 @@ def test_metrics_count_what_the_node_api_did(
     client.post(
         f"{API}/ranges/{granted['id']}/heartbeat", params={"epoch": granted["epoch"] + 5}, headers=auth
     )
-    text = client.get("/metrics").text
+    scraper = TestClient(client.app, client=("127.0.0.1", 9090))  # /metrics is for this machine
+    text = scraper.get("/metrics").text
     assert 'usenet_indexer_leases_granted_total{took_over="false"} 1.0' in text
     assert "usenet_indexer_leases_lost_total 1.0" in text
     assert 'usenet_indexer_ranges{status="leased"} 1.0' in text
