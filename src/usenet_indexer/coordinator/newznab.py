@@ -341,6 +341,10 @@ class Params:
             return None
         if len(value) > MAX_PARAM_LENGTH:
             raise NewznabError(201, name)
+        if not value.isprintable():
+            # A NUL reached PostgreSQL (which refuses it in text) as error 900, a traceback logged on
+            # every request (issue 15); no parameter of the API holds control characters.
+            raise NewznabError(201, f"{name} holds a control character")
         return value.strip()
 
     def integer(self, name: str, *, low: int = 0, high: int = MAX_INT, prefix: str = "") -> int | None:
@@ -467,12 +471,13 @@ class Api:
             return caps_response(base, as_json)
         user, key = self.user(params)
         extended = params.flag("extended")
-        if function == "get":
-            return self.get(user, params, accept_gzip)
         try:
+            # Every call counts as a request, a download too: past the limit, t=get was still served.
             self.services.users.count_request(user)
         except LimitReached:
             raise NewznabError(500) from None
+        if function == "get":
+            return self.get(user, params, accept_gzip)
         if function == "details":
             guid = params.text("id")
             if guid is None:
@@ -542,12 +547,12 @@ def newznab_router(services: Services) -> APIRouter:
         params = Params(list(request.query_params.multi_items()))
         as_json = (params.values.get("o") or "").strip().lower() == "json"
         try:
-            raw = params.text("t")
-            if raw is None:
+            raw = (params.values.get("t") or "").strip()[:MAX_PARAM_LENGTH]
+            if not raw:
                 raise NewznabError(200, "t")
             function = FUNCTIONS.get(raw.lower())
-            if function is None:
-                raise NewznabError(202, raw[:40])
+            if function is None:  # an unknown function, control characters and all: 202
+                raise NewznabError(202, raw[:40].encode("unicode_escape").decode("ascii"))
             call: Callable[[], Response] = lambda: api.handle(  # noqa: E731
                 function, params, base_url(services, request), accepts_gzip(request)
             )

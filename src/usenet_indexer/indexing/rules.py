@@ -176,6 +176,8 @@ class RuleSet:
     def from_json(cls, text: str | bytes) -> RuleSet:
         try:
             data = json.loads(text)
+        except RecursionError:  # 5,000 nested brackets in the admin form were a 500 (issue 15)
+            raise RuleError("a rule set is JSON nested a few levels deep, not thousands") from None
         except (ValueError, UnicodeDecodeError) as error:
             raise RuleError(f"a rule set is JSON; this is not: {error}") from None
         if not isinstance(data, dict) or set(data) != {"version", "rules"}:

@@ -293,18 +293,36 @@ def test_keys(services: Services, client: TestClient, api_key: str) -> None:
 
 
 def test_request_and_download_limits(filled: Services, client: TestClient) -> None:
-    _, key = filled.users.add("bob", requests_per_day=2, downloads_per_day=1)
+    _, key = filled.users.add("bob", requests_per_day=3, downloads_per_day=1)
     first = items(xml(client.get("/api", params={"t": "search", "apikey": key, "limit": "1"})))[0]
-    xml(client.get("/api", params={"t": "search", "apikey": key}))
-    limited = xml(client.get("/api", params={"t": "search", "apikey": key}))
-    assert (limited.get("code"), limited.get("description")) == ("500", "Request limit reached")
     guid = attr(first, "guid")[0]
     assert client.get("/api", params={"t": "get", "apikey": key, "id": guid}).status_code == 200
     refused = xml(client.get("/api", params={"t": "get", "apikey": key, "id": guid}))
     assert (refused.get("code"), refused.get("description")) == ("501", "Download limit reached")
+    limited = xml(client.get("/api", params={"t": "search", "apikey": key}))
+    assert (limited.get("code"), limited.get("description")) == ("500", "Request limit reached")
+    # Past the request limit, a download is refused too (issue 15: t=get was still served).
+    past = xml(client.get("/api", params={"t": "get", "apikey": key, "id": guid}))
+    assert (past.get("code"), past.get("description")) == ("500", "Request limit reached")
     bob = next(u for u in filled.users.all() if u.name == "bob")
-    assert (bob.requests_today, bob.downloads_today) == (3, 1)
+    assert (bob.requests_today, bob.downloads_today) == (5, 1)
     assert filled.search.get(guid).grabs == 1  # type: ignore[union-attr]  # a refused download is no grab
+
+
+def test_control_characters_and_many_parents_are_refused_or_bounded(
+    filled: Services, client: TestClient
+) -> None:
+    """Issue 15.7: group=%00 was error 900 on PostgreSQL with a traceback logged each time; cat= naming
+    64 parents stood for 64,000 category ids."""
+    from usenet_indexer.catalog.search import category_ids
+
+    _, key = filled.users.add("carol")
+    nul = xml(client.get("/api", params={"t": "search", "apikey": key, "group": "\x00"}))
+    assert nul.get("code") == "201"
+    assert "control character" in (nul.get("description") or "")
+    parents = ",".join(str(1000 * n) for n in range(1, 65))
+    assert xml(client.get("/api", params={"t": "search", "apikey": key, "cat": parents})).tag == "rss"
+    assert len(category_ids([1000 * n for n in range(1, 65)])) < 200
 
 
 @pytest.mark.parametrize(
