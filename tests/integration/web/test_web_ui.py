@@ -139,7 +139,7 @@ def test_admin_actions_with_csrf(services: Services, client: TestClient) -> None
     bad = client.post("/admin/rules", data={"action": "add", "rules": "{", "csrf": csrf})
     assert "Not saved" in bad.text
     nested = client.post("/admin/rules", data={"action": "add", "rules": "[" * 5000, "csrf": csrf})
-    assert nested.status_code == 200 and "Not saved" in nested.text  # was a 500 (issue 15.7)
+    assert nested.status_code == 400 and "Not saved" in nested.text  # a 4xx with its reason, was a 500
     tested = client.post(
         "/admin/rules",
         data={
