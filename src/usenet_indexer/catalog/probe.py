@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from usenet_indexer.catalog.batch_store import search_name
 from usenet_indexer.db import Database
 from usenet_indexer.db.database import Fence
+from usenet_indexer.indexing import unpack_segments
 from usenet_indexer.indexing.categories import categorize
 from usenet_indexer.indexing.naming import FileKind, file_kind, looks_obfuscated, release_base
 from usenet_indexer.indexing.par2 import Par2Error, read_par2
@@ -80,8 +81,21 @@ class Prober:
         with self.db.transaction(fence=self.fence) as tx:
             return tx.run("probe_take", {"n": self.batch, "stale": STALE_SECONDS})
 
+    def _segment_of(self, key: str, message_id: str) -> None:
+        """ProbeFailed unless ``message_id`` is a segment of the stored release ``key``: a candidate
+        comes from an edge node, and a probe renames the release from the article it names."""
+        with self.db.transaction(write=False) as tx:
+            row = tx.one("release_segments_by_key", {"key": key})
+        if row is None:
+            raise ProbeFailed("the release is not in the catalog (yet)")
+        for file in unpack_segments(bytes(row["segments"])):
+            if message_id in file.message_id_list():
+                return
+        raise ProbeFailed(f"{message_id[:100]!r} is not an article of the release")
+
     async def probe(self, key: str, par2_message_id: str) -> ProbeResult:
         try:
+            await asyncio.to_thread(self._segment_of, key, par2_message_id.strip("<>"))
             # The catalog keeps message-ids without brackets (as NZB files want them); BODY needs them.
             bracketed = par2_message_id if par2_message_id.startswith("<") else f"<{par2_message_id}>"
             body = await self.fetch_body(bracketed)

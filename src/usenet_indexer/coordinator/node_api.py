@@ -32,7 +32,7 @@ from usenet_indexer.leases.ranges import RangeLease
 from usenet_indexer.logs import get_logger
 from usenet_indexer.storage.blobs import BlobError, BlobTooLarge
 from usenet_indexer.storage.corpus import CorpusRange
-from usenet_indexer.wire.batch import BatchError, decode_batch
+from usenet_indexer.wire.batch import BatchError, check_authority, decode_batch
 from usenet_indexer.wire.frames import STREAM_HEADER, encode_end, encode_frame_parts, encode_keepalive
 
 log = get_logger(__name__)
@@ -125,7 +125,7 @@ def node_router(services: Services, metrics: Metrics) -> APIRouter:
         """A batch (wire/batch.py): stored with the range's new resume point, or 409 stale."""
         # The lease first, the body after: a node that holds nothing here gets a 409 before a byte of
         # its body is read, inflated or parsed (issue 15).
-        await run(services.ranges.check, range_id, node_id, epoch)
+        held = await run(services.ranges.check, range_id, node_id, epoch)
         body = await read_body(request, settings.batch_max_bytes)
         wire = await run(decode_batch, body, settings.batch_max_bytes, settings.batch_max_inflated_bytes)
         if (wire.range_id, wire.epoch) != (range_id, epoch):
@@ -133,7 +133,11 @@ def node_router(services: Services, metrics: Metrics) -> APIRouter:
                 400,
                 f"the batch names range {wire.range_id} epoch {wire.epoch}, the URL {range_id} epoch {epoch}",
             )
-        b = wire.batch
+        # What the batch may hold: its own articles; a lane's window carries releases open since the
+        # lane's earlier ranges, so for a range granted through a lane, from the group's planned start.
+        low = int(held["group_low"]) if held["lane_epoch"] is not None else wire.batch.from_id
+        group = str(held["group_name"])
+        b = await run(partial(check_authority, wire.batch, group=group, low=low, high=wire.batch.to_id))
 
         def store(tx: Tx, row: Row) -> Mapping[str, Any]:
             return store_batch(tx, int(row["group_id"]), str(row["group_name"]), b, wire.blobs)
@@ -291,12 +295,22 @@ def node_router(services: Services, metrics: Metrics) -> APIRouter:
         wire = await run(decode_batch, body, settings.batch_max_bytes, settings.batch_max_inflated_bytes)
         if (wire.range_id, wire.epoch) != (0, epoch):
             raise HTTPException(400, f"a flush names range 0 and the lane's epoch {epoch}")
+        planned = await run(services.groups.get, held)
+        flushed = await run(
+            partial(
+                check_authority,
+                wire.batch,
+                group=held,
+                low=int(planned["history_low"] or 0),
+                high=int(planned["tail_next"] or 1) - 1,
+            )
+        )
         empty = Window(held, position=next).snapshot()
         location, size = await run(services.snapshots.write, group_id, lane, next, epoch, [empty], "flushed")
         result: dict[str, Any] = {}
 
         def store(tx: Tx, row: Row) -> None:
-            result.update(store_batch(tx, group_id, str(row["name"]), wire.batch, wire.blobs))
+            result.update(store_batch(tx, group_id, str(row["name"]), flushed, wire.blobs))
 
         await run(
             partial(

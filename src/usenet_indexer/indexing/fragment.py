@@ -78,6 +78,11 @@ class ReleaseFragment:
     obfuscated: bool
     request_id: str | None
     files: tuple[FileFragment, ...]  # sorted by (name, parts_total)
+    # The release's name as posted (rules.SubjectMatch.collection): with the poster, the file total and
+    # the group it is what the key is made of, and the name is made from it, so the coordinator can make
+    # both itself instead of taking a worker's word for them (wire/batch.py). "" where unknown (a release
+    # as the catalog stores it).
+    collection: str = ""
 
     @property
     def segment_count(self) -> int:
@@ -138,6 +143,7 @@ def fragment_to_dict(r: ReleaseFragment) -> dict[str, Any]:
         "obfuscated": r.obfuscated,
         "request_id": r.request_id,
         "files": [file_to_dict(f) for f in r.files],
+        "collection": r.collection,
     }
 
 
@@ -235,6 +241,7 @@ _FRAGMENT_FIELDS = frozenset(
         "obfuscated",
         "request_id",
         "files",
+        "collection",
     }
 )
 _CANDIDATE_FIELDS = frozenset({"key", "name", "par2_message_id", "nfo_message_id"})
@@ -345,6 +352,7 @@ def fragment_from_dict(
         obfuscated=obfuscated,
         request_id=None if request is None else _str(request, f"{where}.request_id", limit=64),
         files=files,
+        collection=_str(d["collection"], f"{where}.collection"),
     )
 
 

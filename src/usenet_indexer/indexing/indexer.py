@@ -97,6 +97,7 @@ class _ReleaseInfo(NamedTuple):
     poster: str
     file_total: int
     request_id: str | None
+    collection: str = ""
 
 
 class _FileInfo(NamedTuple):
@@ -512,7 +513,7 @@ class RangeIndexer:
         if info is None:
             # One _ReleaseInfo for the files that read alike, not one per file: fewer objects for the
             # garbage collector to walk (see _FileAcc).
-            release = _ReleaseInfo(key, m.name, poster, m.file_total, m.request_id)
+            release = _ReleaseInfo(key, m.name, poster, m.file_total, m.request_id, m.collection)
             release = self._releases.setdefault(release, release)
             info = _FileInfo(release, m.file_name, m.file_index, m.part_total, m.kind, ident)
             if len(self._infos) > _CACHE_LIMIT:
@@ -611,6 +612,7 @@ class RangeIndexer:
             obfuscated=looks_obfuscated(name),
             request_id=min(requests) if requests else None,
             files=tuple(built),
+            collection=head.collection,
         )
         return fragment, (first_date is None) + (last_date is None)
 

@@ -69,6 +69,7 @@ def merge(a: ReleaseFragment, b: ReleaseFragment) -> ReleaseFragment:
         obfuscated=looks_obfuscated(name),
         request_id=min(requests) if requests else None,
         files=tuple(files[ident] for ident in sorted(files)),
+        collection=a.collection or b.collection,  # the catalog's own rows keep none
     )
 
 

@@ -31,7 +31,8 @@ from usenet_indexer.indexing.fragment import (
 from usenet_indexer.indexing.merge import is_complete, merge
 
 DEFAULT_HORIZON = 2_000_000  # articles; a poster's release spans far fewer, even in the busiest groups
-SNAPSHOT_VERSION = 1
+# 2: releases carry their collection (issue 15); a version 1 snapshot is refused and a new window begins.
+SNAPSHOT_VERSION = 2
 MAX_SNAPSHOT_INFLATED = 1024 * 1024 * 1024
 
 

@@ -52,12 +52,15 @@ from usenet_indexer.indexing.fragment import (
     Batch,
     FileFragment,
     FormatError,
+    ReleaseFragment,
     batch_from_dict,
     batch_to_dict,
     candidate_to_dict,
     fragment_to_dict,
 )
+from usenet_indexer.indexing.indexer import release_key
 from usenet_indexer.indexing.merge import SegmentBlobError, checked_segments, pack_segments
+from usenet_indexer.indexing.naming import clean_name, looks_obfuscated
 
 WIRE_VERSION = 2
 MAGIC = b"UIB2"
@@ -147,6 +150,58 @@ def decode_batch(
     except FormatError as error:
         raise BatchError(str(error)) from None
     return WireBatch(range_id=document["range_id"], epoch=document["epoch"], batch=batch, blobs=tuple(blobs))
+
+
+def check_authority(batch: Batch, *, group: str, low: int, high: int) -> Batch:
+    """``batch`` as the coordinator takes it from a node whose lease covers articles ``low``–``high`` of
+    ``group``; BatchError when it reaches beyond that (issue 15: a node posted a fragment under the key
+    of a popular release, with another poster and files pointing at its own message-ids, and the
+    release then listed them).
+
+    - Every release's key is made here, from its poster, collection and file total and the lease's
+      group, and must be the one the fragment names: a node cannot write into a release other nodes
+      built, except with articles of its own lease that read as that release.
+    - Every segment, and each release's first and last article, lies within ``low``–``high``.
+    - Names are made here from the collection, as the indexer makes them.
+    - A probe candidate of a release in the batch names message-ids of that release's own segments (a
+      probe fetches them, and renames the release from what they hold). A lane's candidates may name a
+      release its window still holds open: the probe checks those against the stored release
+      (catalog/probe.py).
+    """
+    checked = []
+    by_key: dict[str, ReleaseFragment] = {}
+    for index, fragment in enumerate(batch.fragments):
+        where = f"batch.fragments[{index}]"
+        key = release_key(fragment.poster, fragment.collection, fragment.file_total, group)
+        if fragment.key != key:
+            raise BatchError(
+                f"{where}: key {fragment.key[:64]!r} is not the key of its poster, collection and file total "
+                f"in {group} ({key}); the coordinator makes release keys itself"
+            )
+        for position, file in enumerate(fragment.files):
+            if file.articles and not low <= min(file.articles) <= max(file.articles) <= high:
+                raise BatchError(
+                    f"{where}.files[{position}]: articles {min(file.articles)}-{max(file.articles)} are "
+                    f"outside this lease's articles {low}-{high}"
+                )
+        if not low <= fragment.first_article <= fragment.last_article <= high:
+            raise BatchError(
+                f"{where}: articles {fragment.first_article}-{fragment.last_article} are outside this "
+                f"lease's articles {low}-{high}"
+            )
+        name = clean_name(fragment.collection)
+        checked.append(replace(fragment, name=name, obfuscated=looks_obfuscated(name)))
+        by_key[key] = fragment
+    for index, candidate in enumerate(batch.candidates):
+        where = f"batch.candidates[{index}]"
+        held = by_key.get(candidate.key)
+        if held is None:
+            continue  # checked when probed, against the release as stored
+        ids = {mid for file in held.files for mid in file.message_id_list()}
+        for mid in (candidate.par2_message_id, candidate.nfo_message_id):
+            if mid is not None and mid not in ids:
+                raise BatchError(f"{where}: message-id {mid[:100]!r} is not a segment of its release")
+    return replace(batch, fragments=tuple(checked))
 
 
 def _field(view: memoryview, at: int, what: str) -> tuple[bytes, int]:

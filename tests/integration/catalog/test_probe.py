@@ -127,3 +127,29 @@ async def test_a_missing_article_is_retried_then_failed_with_the_reason(
         assert "no such article" in row["error"]
     finally:
         services.close()
+
+
+async def test_a_candidate_naming_an_article_outside_its_release_is_not_fetched(
+    database_url: str, tmp_path: Path
+) -> None:
+    """Issue 15.2: a candidate comes from an edge node, and a probe renames a release from the article
+    it names: only an article of that release is fetched."""
+    services = services_for(database_url, tmp_path)
+    try:
+        indexer = RangeIndexer(GROUP, 1, 7, 1, default_rules())
+        indexer.add_text(overview("<own@probe.test>"), 8)
+        indexer.finish()
+        with services.db.transaction() as tx:
+            store_batch(tx, 1, GROUP, indexer.take())
+        query(services.db, "UPDATE probe_queue SET par2_message_id = 'planted@elsewhere.test'")
+        fetched: list[str] = []
+
+        async def body(message_id: str) -> bytes:
+            fetched.append(message_id)
+            raise LookupError("not reached")
+
+        (result,) = await Prober(services.db, body).run_once()
+        assert result.error is not None and "not an article of the release" in result.error
+        assert fetched == []
+    finally:
+        services.close()

@@ -381,3 +381,96 @@ def test_a_hostile_batch_is_refused_before_it_costs_anything(
         headers=auth,
     )
     assert deep.status_code == 400
+
+
+def _fragment(group: str, poster: str, collection: str, articles: range, key: str | None = None) -> object:
+    from usenet_indexer.indexing import FileFragment, ReleaseFragment
+    from usenet_indexer.indexing.fragment import int_array
+    from usenet_indexer.indexing.indexer import release_key
+
+    parts = list(range(1, len(articles) + 1))
+    file = FileFragment(
+        name=f"{collection}.rar",
+        index=1,
+        parts_total=len(parts),
+        parts=int_array(parts),
+        sizes=int_array([700_000] * len(parts)),
+        articles=int_array(articles),
+        message_ids=b"\n".join(b"%s-%d@post" % (poster.encode(), a) for a in articles),
+    )
+    return ReleaseFragment(
+        key=key or release_key(poster, collection, 1, group),
+        name=collection,
+        poster=poster,
+        groups=(group,),
+        file_total=1,
+        first_article=articles[0],
+        first_date=1_700_000_000,
+        last_article=articles[-1],
+        last_date=1_700_000_000,
+        obfuscated=False,
+        request_id=None,
+        files=(file,),
+        collection=collection,
+    )
+
+
+def _post(
+    client: TestClient, auth: dict[str, str], granted: dict[str, int], fragments: list[object]
+) -> object:
+    from usenet_indexer.indexing import Batch
+    from usenet_indexer.wire.batch import encode_batch
+
+    batch = Batch(
+        from_id=granted["next"],
+        to_id=granted["end"],
+        headers=0,
+        malformed={},
+        gaps=0,
+        undated=0,
+        unmatched=0,
+        fragments=tuple(fragments),  # type: ignore[arg-type]
+        candidates=(),
+    )
+    return client.post(
+        f"{API}/ranges/{granted['id']}/batches",
+        params={"epoch": granted["epoch"]},
+        content=encode_batch(batch, granted["id"], granted["epoch"]),
+        headers=auth,
+    )
+
+
+def test_a_node_cannot_write_into_a_release_others_built(client: TestClient, services: Services) -> None:
+    """Issue 15.2: a node posted a fragment under the key of an existing release, with another poster
+    and files pointing at its own message-ids; it was merged, and t=get listed the node's files."""
+    from tests.support.store import query
+
+    plan(services, high=1_999)
+    group = "alt.binaries.test"
+    honest = {"Authorization": f"Bearer {services.nodes.add('honest')[1]}"}
+    hostile = {"Authorization": f"Bearer {services.nodes.add('hostile')[1]}"}
+    first = lease(client, honest)
+    built = _fragment(
+        group, "uploader@example.com", "Popular.Release.2024", range(first["start"], first["start"] + 5)
+    )
+    assert _post(client, honest, first, [built]).status_code == 200  # type: ignore[attr-defined]
+    before = query(services.db, "SELECT name, poster, segments FROM releases")
+    second = lease(client, hostile)
+    assert second["id"] != first["id"]
+    forged = _fragment(
+        group,
+        "hostile@evil",
+        "whatever",
+        range(second["start"], second["start"] + 3),
+        key=built.key,  # type: ignore[attr-defined]
+    )
+    refused = _post(client, hostile, second, [forged])
+    assert refused.status_code == 400  # type: ignore[attr-defined]
+    assert "makes release keys itself" in refused.json()["error"]  # type: ignore[attr-defined]
+    outside = _fragment(group, "hostile@evil", "Own.Release", range(first["start"], first["start"] + 3))
+    refused = _post(client, hostile, second, [outside])
+    assert refused.status_code == 400  # type: ignore[attr-defined]
+    assert "outside this lease's articles" in refused.json()["error"]  # type: ignore[attr-defined]
+    assert query(services.db, "SELECT name, poster, segments FROM releases") == before
+    own = _fragment(group, "hostile@evil", "Own.Release", range(second["start"], second["start"] + 3))
+    assert _post(client, hostile, second, [own]).status_code == 200  # type: ignore[attr-defined]

@@ -144,3 +144,34 @@ def test_a_hostile_head_costs_at_most_a_small_multiple_of_its_body(name: str) ->
 def test_a_real_batch_is_well_inside_the_bounds() -> None:
     batch = single_run(scenario(3, releases=60))[0]
     assert decode_batch(encode_batch(batch, 5, 2)).batch == batch
+
+
+def test_the_coordinator_makes_keys_and_names_and_checks_candidates() -> None:
+    """Issue 15.2: what a batch may claim is checked against its own fields and its lease."""
+    from dataclasses import replace
+
+    from tests.unit.indexing.drive import GROUP
+    from usenet_indexer.indexing import ProbeCandidate
+    from usenet_indexer.wire.batch import check_authority
+
+    batch = single_run(scenario(4, releases=6))[0]
+    low, high = batch.from_id, batch.to_id
+    assert check_authority(batch, group=GROUP, low=low, high=high) == batch  # the indexer's own: as is
+    with pytest.raises(BatchError, match="makes release keys itself"):
+        check_authority(batch, group="alt.binaries.elsewhere", low=low, high=high)
+    renamed = replace(batch, fragments=(replace(batch.fragments[0], name="Something.Else"),), candidates=())
+    assert (
+        check_authority(renamed, group=GROUP, low=low, high=high).fragments[0].name == batch.fragments[0].name
+    )
+    with pytest.raises(BatchError, match="outside this lease"):
+        check_authority(batch, group=GROUP, low=low + 1, high=high)
+    fragment = batch.fragments[0]
+    own = fragment.files[0].message_id_list()[0]
+    fine = ProbeCandidate(fragment.key, fragment.name, own, None)
+    assert check_authority(replace(batch, candidates=(fine,)), group=GROUP, low=low, high=high)
+    foreign = ProbeCandidate(fragment.key, fragment.name, "someone-else@post", None)
+    with pytest.raises(BatchError, match=r"candidates\[0\]: message-id"):
+        check_authority(replace(batch, candidates=(foreign,)), group=GROUP, low=low, high=high)
+    # A release a lane's window still holds: checked when probed (tests/integration/catalog/test_probe.py).
+    elsewhere = ProbeCandidate("0" * 32, fragment.name, own, None)
+    assert check_authority(replace(batch, candidates=(elsewhere,)), group=GROUP, low=low, high=high)

@@ -32,7 +32,8 @@ WHERE range_id = :range_id AND epoch = :epoch AND ended_at IS NULL
 SELECT r.*, {now} AS now FROM ranges r WHERE r.id = :range_id
 
 -- name: range_with_group
-SELECT r.*, g.name AS group_name, {now} AS now FROM ranges r JOIN groups g ON g.id = r.group_id
+SELECT r.*, g.name AS group_name, g.history_low AS group_low, g.tail_next AS group_next, {now} AS now
+FROM ranges r JOIN groups g ON g.id = r.group_id
 WHERE r.id = :range_id
 
 -- name: range_replan
