@@ -9,6 +9,8 @@ whatever the body's format; the gzip-aware mutator mutates what a gzip body hold
 from __future__ import annotations
 
 import random
+import struct
+import zlib
 
 import _harness
 import atheris  # type: ignore[import-untyped]
@@ -17,7 +19,7 @@ with atheris.instrument_imports():
     from usenet_indexer.indexing.indexer import RangeIndexer
     from usenet_indexer.indexing.rules import default_rules
     from usenet_indexer.indexing.sample import chunk_text, overview_line, plan, post
-    from usenet_indexer.wire.batch import BatchError, decode_batch, encode_batch
+    from usenet_indexer.wire.batch import MAGIC, BatchError, decode_batch, encode_batch
 
 # Small caps, so the fuzzer meets them too.
 MAX_COMPRESSED = 1 << 16
@@ -47,6 +49,15 @@ def seeds() -> list[bytes]:
     empty.add_text(b"", 11)
     empty.finish()
     out.append(encode_batch(empty.take(), range_id=0, epoch=0))
+    # Heads that nest deep and dense (issue 15: 200,000 levels were a RecursionError, a head of empty
+    # lists cost gigabytes): the mutator grows and splices them.
+    for text in (
+        b"[" * 5_000,
+        b'{"range_id":1,"epoch":1,"batch":{"fragments":[' + b"[]," * 2_000 + b"[]]}}",
+        b'{"range_id":1,"epoch":1,"batch":' + b'{"a":' * 500 + b"1" + b"}" * 501,
+    ):
+        head = zlib.compress(text, 9)
+        out.append(MAGIC + struct.pack("<I", len(head)) + head)
     return out
 
 

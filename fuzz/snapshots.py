@@ -8,6 +8,7 @@ same window, and takes a later batch in without an exception.
 from __future__ import annotations
 
 import contextlib
+import gzip
 import random
 
 import _harness
@@ -62,7 +63,8 @@ def seeds() -> list[bytes]:
     indexer.finish()
     window = Window(GROUP, horizon=10_000, position=posting.first)
     window.absorb(indexer.take())
-    return [window.snapshot(), Window(GROUP, position=42).snapshot()]
+    deep = [gzip.compress(text, mtime=0) for text in (b"[" * 100_000, b'{"a":' * 5_000 + b"1" + b"}" * 5_000)]
+    return [window.snapshot(), Window(GROUP, position=42).snapshot(), *deep]
 
 
 if __name__ == "__main__":

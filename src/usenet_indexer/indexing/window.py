@@ -111,6 +111,8 @@ class Window:
             raise WindowError(f"window snapshot {error}") from None
         try:
             state = json.loads(text)
+        except RecursionError:
+            raise WindowError("window snapshot nests JSON deeper than a window ever does") from None
         except (ValueError, UnicodeDecodeError) as error:
             raise WindowError(f"window snapshot is not JSON: {error}") from None
         expected = {"version", "group", "horizon", "position", "releases"}
