@@ -13,6 +13,7 @@ types is ever query syntax, in FTS5 or in ``plainto_tsquery``.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -154,6 +155,7 @@ def category_ids(categories: Sequence[int]) -> list[int]:
 class Search:
     def __init__(self, db: Database) -> None:
         self.db = db
+        self._id_kinds: tuple[frozenset[str], float] | None = None
 
     def _where(self, tx: Tx, query: SearchQuery) -> tuple[str, dict[str, Any]]:
         sql = queries(tx.dialect)
@@ -231,6 +233,18 @@ class Search:
         with self.db.transaction(write=False) as tx:
             row = tx.one("release_by_key", {"key": guid})
         return None if row is None else ReleaseHit.from_row(row)
+
+    def id_kinds(self) -> frozenset[str]:
+        """The id parameters a search can match: ``imdbid``, ``tvdbid``, each once any release carries
+        one (kept for a minute: caps is asked often, and ids appear rarely)."""
+        now = time.monotonic()
+        if self._id_kinds is None or now - self._id_kinds[1] > 60.0:
+            with self.db.transaction(write=False) as tx:
+                row = tx.one("release_id_kinds")
+            assert row is not None
+            kinds = {name for name, column in (("imdbid", "imdb"), ("tvdbid", "tvdbid")) if row[column]}
+            self._id_kinds = (frozenset(kinds), now)
+        return self._id_kinds[0]
 
     def segments_row(self, guid: str) -> Row | None:
         """The release's row with its segment blob (what an NZB is written from)."""

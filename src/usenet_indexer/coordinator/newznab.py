@@ -27,16 +27,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import format_datetime
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from usenet_indexer.catalog.nzbs import nzb_bytes, nzb_file_name
+from usenet_indexer.catalog.nzbs import download_headers, nzb_bytes
 from usenet_indexer.catalog.search import MAX_LIMIT, ReleaseHit, SearchPage, SearchQuery
 from usenet_indexer.coordinator.services import Services
 from usenet_indexer.coordinator.users import ApiUser, BadKey, LimitReached
-from usenet_indexer.indexing.categories import NAMES
+from usenet_indexer.indexing.categories import MOVIES, NAMES, TV
 from usenet_indexer.indexing.merge import SegmentBlobError
 from usenet_indexer.logs import get_logger
 
@@ -229,7 +229,7 @@ def release_item(base: str, hit: ReleaseHit, api_key: str, extended: bool) -> It
             ("group", hit.group),
             ("grabs", str(hit.grabs)),
             ("usenetdate", rfc822(hit.first_date if hit.first_date is not None else hit.posted_at)),
-            ("password", "1" if hit.password else "0"),
+            *([("password", "1" if hit.password else "0")] if hit.password is not None else []),
             ("completion", str(round(hit.completion))),
         ]
         if hit.season is not None:
@@ -260,7 +260,10 @@ def release_item(base: str, hit: ReleaseHit, api_key: str, extended: bool) -> It
 # -- caps -----------------------------------------------------------------------------------------
 
 
-def caps_response(base: str, as_json: bool) -> Response:
+def caps_response(base: str, as_json: bool, ids: frozenset[str] = frozenset()) -> Response:
+    """``ids``: the id parameters a search can match (``tvdbid``, ``imdbid``): only those the catalog
+    holds any of are advertised (issue 18: advertised, they could never match, and Sonarr searched by
+    them instead of by name)."""
     parents = sorted(c for c in NAMES if c % 1000 == 0)
     categories: list[dict[str, Any]] = [
         {
@@ -276,8 +279,8 @@ def caps_response(base: str, as_json: bool) -> Response:
     ]
     searching = [
         ("search", "q"),
-        ("tv-search", "q,season,ep,tvdbid,imdbid"),
-        ("movie-search", "q,imdbid"),
+        ("tv-search", ",".join(["q", "season", "ep", *sorted(ids & {"tvdbid", "imdbid"})])),
+        ("movie-search", ",".join(["q", *sorted(ids & {"imdbid"})])),
         ("audio-search", ""),
         ("book-search", ""),
     ]
@@ -393,6 +396,21 @@ def parse_imdb(value: str | None) -> str | None:
     return f"{int(digits):07d}"
 
 
+# What a function searches when the request names no category.
+DEFAULT_CATEGORIES = {"tvsearch": (TV,), "movie": (MOVIES,)}
+# Ids no release here carries: a search by one matches nothing (it is not widened to every release).
+UNSUPPORTED_IDS = ("tmdbid", "rid", "tvmazeid", "traktid", "doubanid")
+
+
+def unanswerable(function: str, params: Params, ids: frozenset[str]) -> bool:
+    """Whether the request names an id no release can match (none carries it): the answer is no
+    results, not a search that leaves the id out."""
+    if function not in ("tvsearch", "movie"):
+        return False
+    named = [name for name in (*UNSUPPORTED_IDS, "tvdbid", "imdbid") if params.text(name) is not None]
+    return any(name not in ids for name in named)
+
+
 def search_query(function: str, params: Params) -> SearchQuery:
     limit = params.integer("limit", high=10**9)
     offset = params.integer("offset", high=10**9)
@@ -421,9 +439,12 @@ def search_query(function: str, params: Params) -> SearchQuery:
         imdb = parse_imdb(params.text("imdbid"))
     elif function == "movie":
         imdb = parse_imdb(params.text("imdbid"))
+    categories = parse_categories(params.text("cat"))
+    if not categories and function in DEFAULT_CATEGORIES:
+        categories = DEFAULT_CATEGORIES[function]  # the spec's meaning: a TV search searches TV
     return SearchQuery(
         text=words,
-        categories=parse_categories(params.text("cat")),
+        categories=categories,
         max_age_days=max_age,
         min_size=params.integer("minsize", high=2**62),
         max_size=params.integer("maxsize", high=2**62),
@@ -468,7 +489,7 @@ class Api:
             raise NewznabError(201, "o")
         as_json = output == "json"
         if function == "caps":
-            return caps_response(base, as_json)
+            return caps_response(base, as_json, self.services.search.id_kinds())
         user, key = self.user(params)
         extended = params.flag("extended")
         try:
@@ -477,9 +498,9 @@ class Api:
         except LimitReached:
             raise NewznabError(500) from None
         if function == "get":
-            return self.get(user, params, accept_gzip)
+            return self.get(user, params, accept_gzip, base)
         if function == "details":
-            guid = params.text("id")
+            guid = params.text("id") or params.text("guid")
             if guid is None:
                 raise NewznabError(200, "id")
             hit = self.services.search.get(guid.lower())
@@ -487,11 +508,15 @@ class Api:
                 raise NewznabError(300)
             page = SearchPage(total=1, offset=0, hits=[hit])
             return feed_response(base, page, [release_item(base, hit, key, True)], as_json)
-        page = self.services.search.search(search_query(function, params))
+        query = search_query(function, params)
+        if unanswerable(function, params, self.services.search.id_kinds()):
+            page = SearchPage(total=0, offset=query.offset)
+        else:
+            page = self.services.search.search(query)
         items = [release_item(base, hit, key, extended) for hit in page.hits]
         return feed_response(base, page, items, as_json)
 
-    def get(self, user: ApiUser, params: Params, accept_gzip: bool) -> Response:
+    def get(self, user: ApiUser, params: Params, accept_gzip: bool, base: str) -> Response:
         guid = params.text("id")
         if guid is None:
             raise NewznabError(200, "id")
@@ -499,7 +524,7 @@ class Api:
         if row is None:
             raise NewznabError(300)
         # Written first: a release that cannot be written (300) costs the user no download.
-        response = nzb_response(row, gzip_file=params.flag("gzip"), accept_gzip=accept_gzip)
+        response = nzb_response(row, gzip_file=params.flag("gzip"), accept_gzip=accept_gzip, base=base)
         try:
             self.services.users.count_download(user, int(row["id"]))
         except LimitReached:
@@ -507,7 +532,7 @@ class Api:
         return response
 
 
-def nzb_response(row: Mapping[str, Any], *, gzip_file: bool, accept_gzip: bool) -> Response:
+def nzb_response(row: Mapping[str, Any], *, gzip_file: bool, accept_gzip: bool, base: str) -> Response:
     """The release's NZB as a download: a ``.nzb.gz`` file with ``gzip_file``, else the NZB, compressed
     on the wire when the client accepts gzip."""
     try:
@@ -515,12 +540,11 @@ def nzb_response(row: Mapping[str, Any], *, gzip_file: bool, accept_gzip: bool) 
     except (SegmentBlobError, ValueError) as error:
         log.error("nzb.unwritable", release=row.get("key"), error=str(error))
         raise NewznabError(300, "the release has nothing to download") from None
-    name = nzb_file_name(str(row["name"]))
-    headers = {"X-DNZB-Name": quote(str(row["name"]))[:500]}
+    category = NAMES.get(int(row["category"]), "Other")
+    details = f"{base}releases/{row['key']}"
+    headers = download_headers(str(row["name"]), category, details, suffix=".gz" if gzip_file else "")
     if gzip_file:
-        headers["Content-Disposition"] = f'attachment; filename="{name}.gz"'
         return Response(data, media_type="application/gzip", headers=headers)
-    headers["Content-Disposition"] = f'attachment; filename="{name}"'
     if accept_gzip:
         headers["Content-Encoding"] = "gzip"
         headers["Vary"] = "Accept-Encoding"

@@ -34,7 +34,7 @@ from usenet_indexer.coordinator.dashboard import dashboard, retry_range
 from usenet_indexer.coordinator.groups import GroupError
 from usenet_indexer.coordinator.http import RequestRefused, is_loopback
 from usenet_indexer.coordinator.lockout import LoginLockout
-from usenet_indexer.coordinator.newznab import NewznabError, nzb_response
+from usenet_indexer.coordinator.newznab import NewznabError, base_url, nzb_response
 from usenet_indexer.coordinator.nodes import NodeError
 from usenet_indexer.coordinator.passwords import verify_password
 from usenet_indexer.coordinator.services import Services
@@ -314,7 +314,7 @@ def web_router(services: Services) -> APIRouter:
         if row is None:
             return web.render(request, "missing.html", status=404, what="release")
         try:
-            response = nzb_response(row, gzip_file=False, accept_gzip=False)
+            response = nzb_response(row, gzip_file=False, accept_gzip=False, base=base_url(services, request))
         except NewznabError:
             return web.render(request, "missing.html", status=404, what="NZB for this release")
         await blocking(services.search.count_grab, int(row["id"]))

@@ -18,31 +18,100 @@ from typing import Any
 from usenet_indexer.indexing.naming import FileKind, file_kind, looks_obfuscated
 
 CONSOLE = 1000
-MOVIES, MOVIES_SD, MOVIES_HD, MOVIES_UHD, MOVIES_BLURAY, MOVIES_3D = 2000, 2030, 2040, 2045, 2050, 2060
-AUDIO = 3000
+MOVIES, MOVIES_OTHER, MOVIES_SD, MOVIES_HD, MOVIES_UHD = 2000, 2020, 2030, 2040, 2045
+MOVIES_BLURAY, MOVIES_3D, MOVIES_DVD = 2050, 2060, 2070
+AUDIO, AUDIO_MP3, AUDIO_LOSSLESS = 3000, 3010, 3040
 PC = 4000
-TV, TV_SD, TV_HD, TV_UHD = 5000, 5030, 5040, 5045
+TV, TV_SD, TV_HD, TV_UHD, TV_OTHER, TV_SPORT, TV_ANIME, TV_DOCUMENTARY = (
+    5000,
+    5030,
+    5040,
+    5045,
+    5050,
+    5060,
+    5070,
+    5080,
+)
 XXX = 6000
-BOOKS = 7000
+BOOKS, BOOKS_MAGS, BOOKS_EBOOK, BOOKS_COMICS = 7000, 7010, 7020, 7030
 OTHER = 8000
 
+# The standard newznab tree, as Prowlarr (NewznabStandardCategory) and Sonarr know it: caps lists all of
+# it, whether or not a release here falls in every category.
 NAMES = {
-    CONSOLE: "Console",
-    MOVIES: "Movies",
-    MOVIES_SD: "Movies/SD",
-    MOVIES_HD: "Movies/HD",
-    MOVIES_UHD: "Movies/UHD",
-    MOVIES_BLURAY: "Movies/BluRay",
-    MOVIES_3D: "Movies/3D",
-    AUDIO: "Audio",
-    PC: "PC",
-    TV: "TV",
-    TV_SD: "TV/SD",
-    TV_HD: "TV/HD",
-    TV_UHD: "TV/UHD",
-    XXX: "XXX",
-    BOOKS: "Books",
-    OTHER: "Other",
+    1000: "Console",
+    1010: "Console/NDS",
+    1020: "Console/PSP",
+    1030: "Console/Wii",
+    1040: "Console/XBox",
+    1050: "Console/XBox 360",
+    1060: "Console/Wiiware",
+    1070: "Console/XBox 360 DLC",
+    1080: "Console/PS3",
+    1090: "Console/Other",
+    1110: "Console/3DS",
+    1120: "Console/PS Vita",
+    1130: "Console/WiiU",
+    1140: "Console/XBox One",
+    1180: "Console/PS4",
+    2000: "Movies",
+    2010: "Movies/Foreign",
+    2020: "Movies/Other",
+    2030: "Movies/SD",
+    2040: "Movies/HD",
+    2045: "Movies/UHD",
+    2050: "Movies/BluRay",
+    2060: "Movies/3D",
+    2070: "Movies/DVD",
+    2080: "Movies/WEB-DL",
+    2090: "Movies/x265",
+    3000: "Audio",
+    3010: "Audio/MP3",
+    3020: "Audio/Video",
+    3030: "Audio/Audiobook",
+    3040: "Audio/Lossless",
+    3050: "Audio/Other",
+    3060: "Audio/Foreign",
+    4000: "PC",
+    4010: "PC/0day",
+    4020: "PC/ISO",
+    4030: "PC/Mac",
+    4040: "PC/Mobile-Other",
+    4050: "PC/Games",
+    4060: "PC/Mobile-iOS",
+    4070: "PC/Mobile-Android",
+    5000: "TV",
+    5010: "TV/WEB-DL",
+    5020: "TV/Foreign",
+    5030: "TV/SD",
+    5040: "TV/HD",
+    5045: "TV/UHD",
+    5050: "TV/Other",
+    5060: "TV/Sport",
+    5070: "TV/Anime",
+    5080: "TV/Documentary",
+    5090: "TV/x265",
+    6000: "XXX",
+    6010: "XXX/DVD",
+    6020: "XXX/WMV",
+    6030: "XXX/XviD",
+    6040: "XXX/x264",
+    6045: "XXX/UHD",
+    6050: "XXX/Pack",
+    6060: "XXX/ImageSet",
+    6070: "XXX/Other",
+    6080: "XXX/SD",
+    6090: "XXX/WEB-DL",
+    7000: "Books",
+    7010: "Books/Mags",
+    7020: "Books/EBook",
+    7030: "Books/Comics",
+    7040: "Books/Technical",
+    7050: "Books/Other",
+    7060: "Books/Foreign",
+    8000: "Other",
+    8010: "Other/Misc",
+    8020: "Other/Hashed",
 }
 
 
@@ -70,7 +139,18 @@ _PC = re.compile(
 )
 _BOOK = re.compile(r"(?i)\b(?:epub|mobi|azw3?|ebook|pdf|cbr|cbz|comics?)\b")
 _AUDIO = re.compile(r"(?i)\b(?:flac|mp3|aac|ogg|opus|alac|lossless|\d{3}kbps|discography)\b")
-_EPISODE = re.compile(r"(?i)\bS\d{1,3}(?:E\d{1,4})?\b|\b\d{1,2}x\d{2,3}\b")
+_EPISODE = re.compile(r"(?i)\bS\d{1,3}(?:E\d{1,4})*\b|\b\d{1,2}x\d{2,3}\b")
+# "[SubsPlease] Frieren - 05 (1080p) [ABCD1234]": a fansub group, the show, " - " and an episode number.
+_ANIME = re.compile(r"^\[[^\]]{2,40}\][ ._]?\S.*?[ ._]-[ ._](?:S\d{1,2}E)?\d{1,4}(?:v\d)?(?:[ ._(\[]|$)")
+_DOCUMENTARY = re.compile(r"(?i)\b(?:documentary|docu(?:mentary|series)?|doku)\b")
+_SPORT = re.compile(
+    r"(?i)\b(?:NFL|NBA|NHL|MLB|UFC|WWE|MotoGP|F1|Formula[ ._]?1|UEFA|EPL|Premier[ ._]League|Bundesliga|"
+    r"La[ ._]Liga|Serie[ ._]A|Super[ ._]Bowl|Wrestlemania)\b"
+)
+_DVD_DISC = re.compile(r"(?i)\b(?:dvd[59]|dvdr|dvd-?r|video_ts|pal|ntsc)\b")
+_LOSSLESS = re.compile(r"(?i)\b(?:flac|alac|lossless|wav|ape|24bit|16bit)\b")
+_COMICS = re.compile(r"(?i)\b(?:cbr|cbz|comics?)\b")
+_MAGS = re.compile(r"(?i)\b(?:magazine|mag|issue[ ._]?\d+)\b")
 _SD = re.compile(r"(?i)\b(?:480p|576p|sdtv|dvdrip|xvid|divx|pdtv|dsr|dvd(?:5|9|r)?)\b")
 _UHD = re.compile(r"(?i)\b(?:2160p|4k|uhd)\b")
 _HD = re.compile(r"(?i)\b(?:720p|1080[pi])\b")
@@ -82,7 +162,10 @@ _VIDEO_HINT = re.compile(
 
 
 _BOUND_L, _BOUND_R = r"(?<![A-Za-z0-9])", r"(?![A-Za-z0-9])"
-_SEASON_EPISODE = re.compile(rf"(?i){_BOUND_L}S(\d{{1,3}})(?:[ ._-]?E(\d{{1,4}}))?{_BOUND_R}")
+# S01E01, and the first episode of a multi-episode name (S01E01E02, S01E01-E02).
+_SEASON_EPISODE = re.compile(
+    rf"(?i){_BOUND_L}S(\d{{1,3}})(?:[ ._-]?E(\d{{1,4}})(?:[ ._-]?E?\d{{1,4}})*)?{_BOUND_R}"
+)
 _CROSS_EPISODE = re.compile(rf"(?i){_BOUND_L}(\d{{1,2}})x(\d{{2,3}}){_BOUND_R}")
 _YEAR = re.compile(r"(?<![0-9])((?:19|20)\d{2})(?![0-9])")
 _DAILY = re.compile(r"(?<![0-9])(?:19|20)\d{2}[ ._-](?:0[1-9]|1[0-2])[ ._-](?:0[1-9]|[12]\d|3[01])(?![0-9])")
@@ -134,7 +217,8 @@ def _parse_title(name: str) -> dict[str, Any]:
 
 def categorize(name: str, file_names: Iterable[str] = ()) -> Category:
     """The category of a release called ``name`` whose files are ``file_names``."""
-    kinds = Counter(file_kind(f) for f in file_names)
+    names = list(file_names)
+    kinds = Counter(file_kind(f) for f in names)
     if looks_obfuscated(name.strip()):
         return Category(OTHER)
     info: dict[str, Any] = dict(_parse_title(name))
@@ -152,40 +236,66 @@ def categorize(name: str, file_names: Iterable[str] = ()) -> Category:
     content = {k: v for k, v in kinds.items() if k not in _PACKAGING}
     dominant = max(content, key=lambda k: (content[k], k.value)) if content else None
     if dominant is FileKind.AUDIO or (not content and _AUDIO.search(name) and not _EPISODE.search(name)):
-        return category(AUDIO)
+        return category(AUDIO_LOSSLESS if _LOSSLESS.search(name) else AUDIO_MP3)
     if dominant is FileKind.BOOK or (not content and _BOOK.search(name)):
-        return category(BOOKS)
+        if _COMICS.search(name) or any(f.lower().endswith((".cbr", ".cbz")) for f in names):
+            return category(BOOKS_COMICS)
+        return category(BOOKS_MAGS if _MAGS.search(name) else BOOKS_EBOOK)
     if _CONSOLE.search(name):
         return category(CONSOLE)
-    is_tv = season is not None or (episode is not None and year is None) or _EPISODE.search(name) is not None
+    anime = _ANIME.search(name) is not None
+    is_tv = (
+        anime
+        or season is not None
+        or (episode is not None and year is None)
+        or _EPISODE.search(name) is not None
+    )
     if not is_tv and "month" in info and "day" in info and year is not None:
         is_tv = True  # daily shows: Show.2024.05.12
     if is_tv:
-        if _UHD.search(name):
-            return category(TV_UHD)
-        if _HD.search(name):
-            return category(TV_HD)
-        if _SD.search(name):
-            return category(TV_SD)
-        return category(TV)
+        return category(_tv(name, anime))
     if _PC.search(name) or dominant is FileKind.PROGRAM:
         return category(PC)
     is_movie = year is not None and (
         resolution is not None or _VIDEO_HINT.search(name) is not None or _SD.search(name) is not None
     )
     if is_movie or dominant is FileKind.VIDEO:
-        if _THREE_D.search(name) or info.get("3d"):
-            return category(MOVIES_3D)
-        if _FULL_BLURAY.search(name):
-            return category(MOVIES_BLURAY)
-        if _UHD.search(name):
-            return category(MOVIES_UHD)
-        if _HD.search(name):
-            return category(MOVIES_HD)
-        if _SD.search(name):
-            return category(MOVIES_SD)
-        return category(MOVIES)
+        return category(_movie(name, bool(info.get("3d"))))
     return category(OTHER)
+
+
+def _tv(name: str, anime: bool) -> int:
+    """A TV release's subcategory. Every one lands in one: Sonarr asks for 5030 and 5040 by default,
+    and a name without a resolution tag ("Show.S01E01.HDTV.x264-GRP", "…WEB.h264-GRP", a daily
+    "Show.2024.05.12…") was TV (5000) and never seen. Scene names carry no resolution when SD."""
+    if anime:
+        return TV_ANIME
+    if _DOCUMENTARY.search(name):
+        return TV_DOCUMENTARY
+    if _SPORT.search(name):
+        return TV_SPORT
+    if _UHD.search(name):
+        return TV_UHD
+    if _HD.search(name):
+        return TV_HD
+    return TV_SD
+
+
+def _movie(name: str, three_d: bool) -> int:
+    """A movie's subcategory (Radarr asks for 2000 and 2010-2060 by default)."""
+    if _THREE_D.search(name) or three_d:
+        return MOVIES_3D
+    if _FULL_BLURAY.search(name):
+        return MOVIES_BLURAY
+    if _UHD.search(name):
+        return MOVIES_UHD
+    if _HD.search(name):
+        return MOVIES_HD
+    if _DVD_DISC.search(name):
+        return MOVIES_DVD
+    if _SD.search(name):
+        return MOVIES_SD
+    return MOVIES_OTHER
 
 
 # Files that wrap content rather than being it: they say nothing about the category.
@@ -214,20 +324,31 @@ def _int(value: Any) -> int | None:
 
 __all__ = [
     "AUDIO",
+    "AUDIO_LOSSLESS",
+    "AUDIO_MP3",
     "BOOKS",
+    "BOOKS_COMICS",
+    "BOOKS_EBOOK",
+    "BOOKS_MAGS",
     "CONSOLE",
     "MOVIES",
     "MOVIES_3D",
     "MOVIES_BLURAY",
+    "MOVIES_DVD",
     "MOVIES_HD",
+    "MOVIES_OTHER",
     "MOVIES_SD",
     "MOVIES_UHD",
     "NAMES",
     "OTHER",
     "PC",
     "TV",
+    "TV_ANIME",
+    "TV_DOCUMENTARY",
     "TV_HD",
+    "TV_OTHER",
     "TV_SD",
+    "TV_SPORT",
     "TV_UHD",
     "XXX",
     "Category",

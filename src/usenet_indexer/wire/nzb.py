@@ -1,11 +1,12 @@
 """NZB 1.1 files: what a downloader needs to fetch a release (the newznab API's ``t=get``).
 
 Format: the newzBin NZB 1.1 DTD (``-//newzBin//DTD NZB 1.1//EN``), namespace
-``http://www.newzbin.com/DTD/2003/nzb``; UTF-8. The head carries ``<meta type="name">`` and
-``<meta type="category">`` (what newznab-lineage indexers write and downloaders and *arr tools read), and
-``<meta type="password">`` when the release's archive password is known (SABnzbd and NZBGet use it to
-unpack). Each file has its poster, date (unix seconds) and subject as attributes, its groups, and its
-segments in number order, each with its article size in bytes and its message-id without angle brackets.
+``http://www.newzbin.com/DTD/2003/nzb``; UTF-8. The head carries the meta types the NZB 1.1 spec names:
+``<meta type="title">`` and ``<meta type="category">``, and ``<meta type="password">`` when the
+release's archive password is known (SABnzbd and NZBGet use it to unpack). It wrote ``type="name"``,
+which no spec names (issue 18). Each file has its poster, date (unix seconds) and subject as
+attributes, its groups, and its segments in number order, each with its article size in bytes and its
+message-id without angle brackets.
 
 **Text a poster controls** (poster, subject, names; message-ids and groups too, they come from the same
 overview) may hold anything: control characters, bytes that were not UTF-8 (which the overview parser
@@ -196,7 +197,7 @@ def write_nzb(release: NzbRelease, *, gzip: bool = False) -> bytes:
         '<?xml version="1.0" encoding="UTF-8"?>\n',
         NZB_DOCTYPE,
         f'\n<nzb xmlns="{NZB_NAMESPACE}">\n <head>\n',
-        f'  <meta type="name">{_text(release.name)}</meta>\n',
+        f'  <meta type="title">{_text(release.name)}</meta>\n',
         f'  <meta type="category">{_text(release.category)}</meta>\n',
     ]
     if release.password:

@@ -92,14 +92,18 @@ def test_caps_need_no_key_and_carry_limits_searching_and_categories(client: Test
         searching = {e.tag: e for e in root.find("searching")}
         assert searching["search"].get("available") == "yes"
         assert searching["search"].get("supportedParams") == "q"
-        assert searching["tv-search"].get("supportedParams") == "q,season,ep,tvdbid,imdbid"
-        assert searching["movie-search"].get("supportedParams") == "q,imdbid"
+        # Only what a search can match: no release carries an id yet (issue 18).
+        assert searching["tv-search"].get("supportedParams") == "q,season,ep"
+        assert searching["movie-search"].get("supportedParams") == "q"
         categories = {c.get("id"): [s.get("id") for s in c] for c in root.find("categories")}
         assert "5040" in categories["5000"]
         assert "2040" in categories["2000"]
     body = client.get("/api", params={"t": "caps", "o": "json"}).json()
     assert body["limits"]["@attributes"] == {"max": "100", "default": "100"}
-    assert body["searching"]["tv-search"]["@attributes"]["supportedParams"] == "q,season,ep,tvdbid,imdbid"
+    assert body["searching"]["tv-search"]["@attributes"]["supportedParams"] == "q,season,ep"
+    # The whole standard tree, as Prowlarr and Sonarr know it.
+    listed = {int(s["@attributes"]["id"]) for c in body["categories"]["category"] for s in c["subcat"]}
+    assert {5030, 5040, 5045, 5050, 5060, 5070, 5080, 2030, 2040, 2070, 2080, 8010, 8020} <= listed
 
 
 # -- search results -------------------------------------------------------------------------------
@@ -126,8 +130,9 @@ def test_search_items_carry_what_sonarr_and_prowlarr_read(
         categories = attr(item, "category")
         assert categories
         assert all(c.isdigit() for c in categories)
-        for name in ("files", "poster", "group", "grabs", "usenetdate", "password"):
+        for name in ("files", "poster", "group", "grabs", "usenetdate"):
             assert attr(item, name), name
+        assert not attr(item, "password")  # unknown: left out, not claimed "0" (issue 18)
     dates = [parsedate_to_datetime(i["pubDate"]) for i in found]
     assert dates == sorted(dates, reverse=True)  # newest first
     plain = items(xml(client.get("/api", params={"t": "search", "apikey": api_key})))
@@ -254,7 +259,7 @@ def test_details_and_get_write_the_release_as_a_valid_nzb(
     assert written == expected
     groups = {g.text for g in nzb.iterfind(".//nzb:group", NZB_NS)}
     assert groups == set(str(row["groups"]).split())
-    assert nzb.findtext("nzb:head/nzb:meta[@type='name']", namespaces=NZB_NS) == first["title"]
+    assert nzb.findtext("nzb:head/nzb:meta[@type='title']", namespaces=NZB_NS) == first["title"]
     # gzip: as a .nzb.gz file on request, and on the wire for clients that accept it
     zipped = client.get("/api", params={"t": "get", "apikey": api_key, "id": guid, "gzip": "1"})
     assert zipped.headers["content-type"] == "application/gzip"
@@ -437,3 +442,73 @@ def test_any_parameters_give_a_document_never_a_500(
         assert root.tag in ("rss", "caps", "error")
         if root.tag == "error":
             assert root.get("code") in {"100", "101", "200", "201", "202", "300", "500", "501"}
+
+
+def test_ids_are_advertised_once_releases_carry_them_and_unknown_ids_match_nothing(
+    filled: Services, client: TestClient, api_key: str
+) -> None:
+    from tests.support.store import query
+
+    everything = items(xml(client.get("/api", params={"t": "tvsearch", "apikey": api_key})))
+    assert everything
+    for name in ("tvdbid", "tmdbid", "rid", "tvmazeid"):  # no release carries one: no results, not all
+        found = items(xml(client.get("/api", params={"t": "tvsearch", "apikey": api_key, name: "121361"})))
+        assert found == [], name
+    query(
+        filled.db,
+        "UPDATE releases SET tvdbid = 121361 "
+        "WHERE id = (SELECT MIN(id) FROM releases WHERE category >= 5000 AND category < 6000)",
+    )
+    filled.search._id_kinds = None  # the minute it keeps the answer for
+    caps = xml(client.get("/api", params={"t": "caps"}))
+    tv = next(e for e in caps.find("searching") if e.tag == "tv-search")
+    assert tv.get("supportedParams") == "q,season,ep,tvdbid"
+    found = items(xml(client.get("/api", params={"t": "tvsearch", "apikey": api_key, "tvdbid": "121361"})))
+    assert len(found) == 1
+
+
+def test_a_tv_search_without_categories_searches_tv_only(
+    filled: Services, client: TestClient, api_key: str
+) -> None:
+    for function, low in (("tvsearch", 5000), ("movie", 2000)):
+        found = items(xml(client.get("/api", params={"t": function, "apikey": api_key, "limit": "100"})))
+        assert found, function
+        for item in found:
+            category = int(next(v for k, v in item["attrs"] if k == "category" and int(v) % 1000))
+            assert low <= category < low + 1000, (function, category)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["Фильм.2024.1080p.WEB.h264-GRP", 'Quote"d;Name (2024) [x]', "Café.Résumé.2024.720p.HDTV.x264-GRP"],
+)
+def test_any_name_downloads_with_rfc_6266_headers(
+    services: Services, client: TestClient, api_key: str, name: str
+) -> None:
+    """Issue 18: a name in Cyrillic, or with " or ;, broke t=get."""
+    from email.message import Message
+    from urllib.parse import unquote
+
+    from tests.support.catalog import fill_catalog
+    from tests.support.store import query
+
+    fill_catalog(services, "alt.binaries.names", releases=3)
+    guid = query(services.db, "SELECT key FROM releases ORDER BY id LIMIT 1")[0]["key"]
+    query(services.db, "UPDATE releases SET name = :n WHERE key = :k", {"n": name, "k": guid})
+    response = client.get("/api", params={"t": "get", "apikey": api_key, "id": guid})
+    assert response.status_code == 200, response.text
+    disposition = response.headers["content-disposition"]
+    assert disposition.isascii()
+    # What SABnzbd does with the header (email.message: filename* decoded, RFC 2231/5987) ...
+    parsed = Message()
+    parsed["Content-Disposition"] = disposition
+    plain = parsed.get_filename()
+    assert plain is not None and plain.isascii() and plain.endswith(".nzb")
+    star = disposition.split("filename*=UTF-8''", 1)[1]
+    assert unquote(star) == name.replace('"', "_") + ".nzb"
+    job = response.headers["x-dnzb-name"]
+    assert job.isascii() and job == plain.removesuffix(".nzb")
+    if name.startswith("Café"):
+        assert job == "Cafe.Resume.2024.720p.HDTV.x264-GRP"  # accents dropped, not the letters
+    assert response.headers["x-dnzb-category"]
+    assert response.headers["x-dnzb-details"].endswith(f"releases/{guid}")

@@ -19,9 +19,24 @@ from usenet_indexer.indexing.categories import categorize
         ("Harbor.Watch.S04E13.720p.WEB.h264-GRP", [], 5040),
         ("Harbor.Watch.S04E13.2160p.WEB.h264-GRP", [], 5045),
         ("Harbor.Watch.2024.05.12.720p.HDTV.x264-GRP", [], 5040),
-        ("Artist - Album (2002) [FLAC]", ["01 - a.flac"], 3000),
-        ("Some Upload", ["01 - a.mp3", "02 - b.mp3", "x.par2"], 3000),
-        ("Author - Title (2011) EPUB", ["Title.epub"], 7000),
+        ("Artist - Album (2002) [FLAC]", ["01 - a.flac"], 3040),
+        ("Some Upload", ["01 - a.mp3", "02 - b.mp3", "x.par2"], 3010),
+        ("Author - Title (2011) EPUB", ["Title.epub"], 7020),
+        ("Author - Series 012 (2011)", ["Series 012.cbr"], 7030),
+        # Every TV release in a subcategory Sonarr asks for (5030, 5040 by default; issue 18): a name
+        # without a resolution tag is SD, as scene names are.
+        ("Harbor.Watch.S01E01.HDTV.x264-GRP", [], 5030),
+        ("Harbor.Watch.S01E01.WEB.h264-GRP", [], 5030),
+        ("Harbor.Watch.2024.05.12.WEB.h264-GRP", [], 5030),
+        ("Harbor.Watch.S01E01E02.1080p.WEB.h264-GRP", [], 5040),
+        ("Harbor.Watch.S01E01-E02.720p.HDTV.x264-GRP", [], 5040),
+        ("[SubsPlease] Harbor no Kaze - 05 (1080p) [ABCD1234]", [], 5070),
+        ("Planet.Oceans.S01E02.Documentary.1080p.WEB.h264-GRP", [], 5080),
+        ("NFL.2024.09.08.Harbor.vs.Watch.720p.WEB.h264-GRP", [], 5060),
+        ("Harbor.Watch.S01E01-GRP", [], 5030),
+        # Every movie in one too.
+        ("Quiet.Harbor.2011.DVD9-GRP", [], 2070),
+        ("Quiet.Harbor.2011.WEB.x264-GRP", [], 2020),
         ("Some.Software.v8.3-NTb", ["x.part01.rar"], 4000),
         ("Game.Name.NSW-VENOM", [], 1000),
         ("Some.XXX.Clip.1080p", [], 6000),
@@ -37,5 +52,7 @@ def test_attributes() -> None:
     c = categorize("Harbor.Watch.S04E13.720p.WEB.h264-GRP")
     assert (c.season, c.episode, c.resolution, c.title) == (4, 13, "720p", "Harbor Watch")
     assert c.name == "TV/HD"
+    multi = categorize("Harbor.Watch.S01E01E02.1080p.WEB.h264-GRP")
+    assert (multi.season, multi.episode, multi.title) == (1, 1, "Harbor Watch")
     m = categorize("Quiet.Harbor.2011.1080p.BluRay.x264-GRP")
     assert (m.year, m.resolution) == (2011, "1080p")

@@ -79,7 +79,7 @@ def test_a_release_is_a_valid_nzb_with_head_files_groups_and_segments() -> None:
     root = parse(document)
     assert root.tag == f"{{{NZB_NAMESPACE}}}nzb"
     meta = {m.get("type"): m.text for m in root.iterfind("n:head/n:meta", NS)}
-    assert meta == {"name": "Some.Release.2024.1080p", "category": "TV > HD", "password": "s3cret"}
+    assert meta == {"title": "Some.Release.2024.1080p", "category": "TV > HD", "password": "s3cret"}
     first = root.find("n:file", NS)
     assert first is not None
     assert (first.get("poster"), first.get("date"), first.get("subject")) == (
@@ -101,7 +101,7 @@ def test_a_release_is_a_valid_nzb_with_head_files_groups_and_segments() -> None:
 
 def test_the_password_meta_is_written_only_when_known() -> None:
     root = parse(write_nzb(release(file("a.rar"))))
-    assert [m.get("type") for m in root.iterfind("n:head/n:meta", NS)] == ["name", "category"]
+    assert [m.get("type") for m in root.iterfind("n:head/n:meta", NS)] == ["title", "category"]
 
 
 def test_segments_are_ordered_by_number_once_each_without_brackets() -> None:

@@ -48,3 +48,8 @@ FROM releases WHERE key = :key
 -- name: release_segments_by_key
 SELECT id, key, name, poster, groups, category, password, first_date, posted_at, segments
 FROM releases WHERE key = :key
+
+-- name: release_id_kinds
+-- Whether any release carries an IMDb or a TVDB id (caps advertises only the ids a search can match).
+SELECT EXISTS (SELECT 1 FROM releases WHERE imdb IS NOT NULL) AS imdb,
+       EXISTS (SELECT 1 FROM releases WHERE tvdbid IS NOT NULL) AS tvdbid
