@@ -55,10 +55,13 @@ def nzb_bytes(row: Row, *, gzip: bool = False) -> bytes:
     return write_nzb(nzb_release(row), gzip=gzip)
 
 
+UNSAFE = frozenset('<>:"/\\|?*')  # what no file name may hold on one system or another
+
+
 def nzb_file_name(name: str) -> str:
     """The release's download file name, any script kept (``filename*`` of Content-Disposition): only
     what a file name cannot hold is replaced."""
-    safe = "".join("_" if c in '/\\\0"' or not c.isprintable() else c for c in name).strip(" .")
+    safe = "".join("_" if c in UNSAFE or not c.isprintable() else c for c in name).strip(" .")
     return (safe[:200] or "release") + ".nzb"
 
 
