@@ -35,7 +35,7 @@ from starlette.concurrency import run_in_threadpool
 from usenet_indexer.catalog.nzbs import download_headers, nzb_bytes
 from usenet_indexer.catalog.search import MAX_LIMIT, ReleaseHit, SearchPage, SearchQuery
 from usenet_indexer.coordinator.services import Services
-from usenet_indexer.coordinator.users import ApiUser, BadKey, LimitReached
+from usenet_indexer.coordinator.users import ApiUser, BadKey, LimitReached, Usage
 from usenet_indexer.indexing.categories import MOVIES, NAMES, TV
 from usenet_indexer.indexing.merge import SegmentBlobError
 from usenet_indexer.logs import get_logger
@@ -164,8 +164,24 @@ class Item:
         }
 
 
-def feed_response(base: str, page: SearchPage, items: list[Item], as_json: bool) -> Response:
+def apilimits(usage: Usage | None) -> dict[str, str] | None:
+    """``newznab:apilimits`` for a user with limits (NZBHydra2 reads apiCurrent, apiMax, grabCurrent,
+    grabMax); None for one without."""
+    if usage is None or not usage.limited:
+        return None
+    limits = {"apiCurrent": str(usage.requests), "grabCurrent": str(usage.downloads)}
+    if usage.requests_max is not None:
+        limits["apiMax"] = str(usage.requests_max)
+    if usage.downloads_max is not None:
+        limits["grabMax"] = str(usage.downloads_max)
+    return limits
+
+
+def feed_response(
+    base: str, page: SearchPage, items: list[Item], as_json: bool, usage: Usage | None = None
+) -> Response:
     title = "usenet-indexer"
+    limits = apilimits(usage)
     if as_json:
         body = {
             "@attributes": {"version": "2.0"},
@@ -175,6 +191,7 @@ def feed_response(base: str, page: SearchPage, items: list[Item], as_json: bool)
                 "link": base,
                 "language": "en-gb",
                 "response": {"@attributes": {"offset": str(page.offset), "total": str(page.total)}},
+                **({} if limits is None else {"apilimits": {"@attributes": limits}}),
                 "item": [item.json() for item in items],
             },
         }
@@ -196,6 +213,8 @@ def feed_response(base: str, page: SearchPage, items: list[Item], as_json: bool)
         _element("newznab:response", {"offset": page.offset, "total": page.total}),
         "\n",
     ]
+    if limits is not None:
+        out += [_element("newznab:apilimits", limits), "\n"]
     for item in items:
         out.append(item.xml())
         out.append("\n")
@@ -494,7 +513,7 @@ class Api:
         extended = params.flag("extended")
         try:
             # Every call counts as a request, a download too: past the limit, t=get was still served.
-            self.services.users.count_request(user)
+            usage = self.services.users.count_request(user)
         except LimitReached:
             raise NewznabError(500) from None
         if function == "get":
@@ -507,14 +526,14 @@ class Api:
             if hit is None:
                 raise NewznabError(300)
             page = SearchPage(total=1, offset=0, hits=[hit])
-            return feed_response(base, page, [release_item(base, hit, key, True)], as_json)
+            return feed_response(base, page, [release_item(base, hit, key, True)], as_json, usage)
         query = search_query(function, params)
         if unanswerable(function, params, self.services.search.id_kinds()):
             page = SearchPage(total=0, offset=query.offset)
         else:
             page = self.services.search.search(query)
         items = [release_item(base, hit, key, extended) for hit in page.hits]
-        return feed_response(base, page, items, as_json)
+        return feed_response(base, page, items, as_json, usage)
 
     def get(self, user: ApiUser, params: Params, accept_gzip: bool, base: str) -> Response:
         guid = params.text("id")

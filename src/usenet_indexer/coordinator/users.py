@@ -41,6 +41,20 @@ class ApiUser:
 
 
 @dataclass(frozen=True, slots=True)
+class Usage:
+    """A user's day so far, with the limits (None: none)."""
+
+    requests: int
+    requests_max: int | None
+    downloads: int
+    downloads_max: int | None
+
+    @property
+    def limited(self) -> bool:
+        return self.requests_max is not None or self.downloads_max is not None
+
+
+@dataclass(frozen=True, slots=True)
 class UserInfo:
     id: int
     name: str
@@ -143,14 +157,18 @@ class Users:
             raise BadKey("Account disabled")
         return ApiUser(int(row["id"]), str(row["name"]), row["requests_per_day"], row["downloads_per_day"])
 
-    def count_request(self, user: ApiUser) -> None:
-        """Count one API request; LimitReached (newznab 500) past the day's limit."""
+    def count_request(self, user: ApiUser) -> Usage:
+        """Count one API request, and the day's usage with it; LimitReached (newznab 500) past the
+        day's limit."""
         with self.db.transaction() as tx:
             row = tx.one("usage_count_request", {"user_id": user.id})
             tx.execute("user_seen", {"user_id": user.id})
         assert row is not None
         if user.requests_per_day is not None and int(row["requests"]) > user.requests_per_day:
             raise LimitReached("request", user.requests_per_day)
+        return Usage(
+            int(row["requests"]), user.requests_per_day, int(row["downloads"]), user.downloads_per_day
+        )
 
     def count_download(self, user: ApiUser, release_id: int) -> None:
         """Count one NZB download for the user and a grab for the release, in one transaction; past the

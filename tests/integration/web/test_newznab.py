@@ -512,3 +512,19 @@ def test_any_name_downloads_with_rfc_6266_headers(
         assert job == "Cafe.Resume.2024.720p.HDTV.x264-GRP"  # accents dropped, not the letters
     assert response.headers["x-dnzb-category"]
     assert response.headers["x-dnzb-details"].endswith(f"releases/{guid}")
+
+
+def test_a_user_with_limits_sees_them_in_every_feed(filled: Services, client: TestClient) -> None:
+    """NZBHydra2 reads newznab:apilimits (apiCurrent, apiMax, grabCurrent, grabMax)."""
+    _, limited = filled.users.add("dave", requests_per_day=50, downloads_per_day=5)
+    root = xml(client.get("/api", params={"t": "search", "apikey": limited}))
+    limits = root.find("channel/newznab:apilimits", NS)
+    assert limits is not None
+    assert dict(limits.attrib) == {"apiCurrent": "1", "apiMax": "50", "grabCurrent": "0", "grabMax": "5"}
+    body = client.get("/api", params={"t": "search", "apikey": limited, "o": "json"}).json()
+    assert body["channel"]["apilimits"]["@attributes"]["apiCurrent"] == "2"
+    _, free = filled.users.add("erin")
+    assert (
+        xml(client.get("/api", params={"t": "search", "apikey": free})).find("channel/newznab:apilimits", NS)
+        is None
+    )
