@@ -79,6 +79,7 @@ def release_row(release: ReleaseFragment, group: str, blob: bytes | None = None)
         "category": category.id,
         "season": category.season,
         "episode": category.episode,
+        "episode_last": category.episode_last,
         "year": category.year,
         "resolution": category.resolution,
         # Level 1: four times the speed of the default for 5% more bytes (message-ids barely compress),

@@ -81,6 +81,7 @@ class ReleaseHit:
     complete: bool
     size: int
     posted_at: float
+    listed_at: float  # when listed, or listed again on becoming complete (what feeds sync by)
     first_date: int | None
     last_date: int | None
     obfuscated: bool
@@ -88,6 +89,7 @@ class ReleaseHit:
     category: int
     season: int | None
     episode: int | None
+    episode_last: int | None
     year: int | None
     resolution: str | None
     imdb: str | None
@@ -111,6 +113,7 @@ class ReleaseHit:
             complete=bool(row["complete"]),
             size=int(row["size"]),
             posted_at=float(row["posted_at"]),
+            listed_at=float(row["listed_at"] if row["listed_at"] is not None else row["posted_at"]),
             first_date=row["first_date"],
             last_date=row["last_date"],
             obfuscated=bool(row["obfuscated"]),
@@ -118,6 +121,7 @@ class ReleaseHit:
             category=int(row["category"]),
             season=row["season"],
             episode=row["episode"],
+            episode_last=row["episode_last"],
             year=row["year"],
             resolution=row["resolution"],
             imdb=row["imdb"],
@@ -200,6 +204,9 @@ class Search:
         offset). ``limit`` is clamped to 0..MAX_LIMIT and ``offset`` to 0..MAX_OFFSET."""
         limit = max(0, min(int(query.limit), MAX_LIMIT))
         offset = max(0, min(int(query.offset), MAX_OFFSET))
+        # A feed without words (what Sonarr and Radarr sync, down to the last item they saw) by when
+        # each release was listed or became complete; a search with words by when it was posted.
+        order = "posted_at" if words(query.text) else "listed_at"
         with self.db.transaction(write=False) as tx:
             where, params = self._where(tx, query)
             sql = queries(tx.dialect)
@@ -209,20 +216,20 @@ class Search:
             if limit and "search_page_counted" in sql:
                 # PostgreSQL: the page and the count in one statement.
                 rows = tx.sql(
-                    sql["search_page_counted"].replace("{where}", where),
+                    sql["search_page_counted"].replace("{where}", where).replace("{order}", order),
                     {**params, "limit": limit, "offset": offset, "count_cap": cap},
                 )
                 hits = [ReleaseHit.from_row(r) for r in rows]
                 total = int(rows[0]["total"]) if rows else None
             elif limit:
-                rows = tx.sql(
-                    sql["search_page"].replace("{where}", where), {**params, "limit": limit, "offset": offset}
-                )
+                page_sql = sql["search_page"].replace("{where}", where).replace("{order}", order)
+                rows = tx.sql(page_sql, {**params, "limit": limit, "offset": offset})
                 hits = [ReleaseHit.from_row(r) for r in rows]
                 if 0 < len(hits) < limit:
                     total = offset + len(hits)  # the last page: nothing to count
             if total is None:
-                counted = tx.sql(sql["search_count"].replace("{where}", where), {**params, "count_cap": cap})
+                count_sql = sql["search_count"].replace("{where}", where).replace("{order}", order)
+                counted = tx.sql(count_sql, {**params, "count_cap": cap})
                 total = int(counted[0]["n"]) if counted else 0
             capped = total >= cap
         return SearchPage(total=total, offset=offset, hits=hits, capped=capped)

@@ -233,7 +233,9 @@ def category_label(category: int) -> str:
 def release_item(base: str, hit: ReleaseHit, api_key: str, extended: bool) -> Item:
     get_url = f"{base}api?{urlencode({'t': 'get', 'id': hit.guid, 'apikey': api_key})}"
     details = f"{base}releases/{hit.guid}"
-    date = rfc822(hit.posted_at)
+    # pubDate: when the release was listed here, or listed again on becoming complete (newznab's
+    # "adddate"; feeds without words are ordered by it); usenetdate: when it was posted.
+    date = rfc822(hit.listed_at)
     attrs: list[tuple[str, str]] = []
     parent = hit.category // 1000 * 1000
     if parent != hit.category:

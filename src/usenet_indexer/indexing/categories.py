@@ -125,6 +125,7 @@ class Category:
     episode: int | None = None
     year: int | None = None
     resolution: str | None = None
+    episode_last: int | None = None  # a multi-episode name's last (S01E01E02: 2)
 
     @property
     def name(self) -> str:
@@ -162,9 +163,10 @@ _VIDEO_HINT = re.compile(
 
 
 _BOUND_L, _BOUND_R = r"(?<![A-Za-z0-9])", r"(?![A-Za-z0-9])"
-# S01E01, and the first episode of a multi-episode name (S01E01E02, S01E01-E02).
+# S01E01, and multi-episode names: S01E01E02, S01E01-E02, S01E01-02 (the last episode in group 3).
 _SEASON_EPISODE = re.compile(
-    rf"(?i){_BOUND_L}S(\d{{1,3}})(?:[ ._-]?E(\d{{1,4}})(?:[ ._-]?E?\d{{1,4}})*)?{_BOUND_R}"
+    rf"(?i){_BOUND_L}S(\d{{1,3}})(?:[ ._-]?E(\d{{1,4}})(?:-?E\d{{1,4}}|-\d{{2,3}}(?![0-9]))*?"
+    rf"(?:-?E?(\d{{1,4}}))?)?{_BOUND_R}"
 )
 _CROSS_EPISODE = re.compile(rf"(?i){_BOUND_L}(\d{{1,2}})x(\d{{2,3}}){_BOUND_R}")
 _YEAR = re.compile(r"(?<![0-9])((?:19|20)\d{2})(?![0-9])")
@@ -190,6 +192,8 @@ def _parse_title(name: str) -> dict[str, Any]:
         info["season"] = int(m.group(1))
         if m.group(2):
             info["episode"] = int(m.group(2))
+            if m.group(3) and int(m.group(3)) > info["episode"]:
+                info["episode_last"] = int(m.group(3))
         cut = min(cut, m.start())
     elif m := _CROSS_EPISODE.search(name):
         info["season"], info["episode"] = int(m.group(1)), int(m.group(2))
@@ -225,11 +229,14 @@ def categorize(name: str, file_names: Iterable[str] = ()) -> Category:
     title = info.get("title") if isinstance(info.get("title"), str) else None
     season = _int(info.get("season"))
     episode = _int(info.get("episode"))
+    episode_last = _int(info.get("episode_last"))
     year = _int(info.get("year"))
     resolution = info.get("resolution") if isinstance(info.get("resolution"), str) else None
+    if season is None and episode is None and "month" in info and year is not None:
+        season = year  # a daily show: Sonarr searches its season as the year (season=2024)
 
     def category(cid: int) -> Category:
-        return Category(cid, title, season, episode, year, resolution)
+        return Category(cid, title, season, episode, year, resolution, episode_last)
 
     if _XXX.search(name):
         return category(XXX)

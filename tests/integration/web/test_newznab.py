@@ -528,3 +528,77 @@ def test_a_user_with_limits_sees_them_in_every_feed(filled: Services, client: Te
         xml(client.get("/api", params={"t": "search", "apikey": free})).find("channel/newznab:apilimits", NS)
         is None
     )
+
+
+def test_a_feed_lists_a_release_again_when_it_completes(
+    services: Services, client: TestClient, api_key: str
+) -> None:
+    """Issue 18: Sonarr syncs a feed down to the last item it saw; a big release that completed after
+    smaller ones were listed sorted by its posting date below them, and was never seen."""
+    from tests.support.generated import posting
+    from usenet_indexer.catalog.batch_store import store_batch
+    from usenet_indexer.indexing import RangeIndexer
+    from usenet_indexer.indexing.rules import default_rules
+    from usenet_indexer.indexing.sample import chunk_text, overview_line
+
+    group = "alt.binaries.feed"
+    generated = posting(group, releases=12, seed=4)
+    group_id = services.groups.add(group)
+    lines = [overview_line(a) for a in generated.articles]
+    half = len(lines) // 2
+    indexer = RangeIndexer(group, generated.first, generated.last, generated.first, default_rules())
+    indexer.add_text(chunk_text(lines[:half]), generated.articles[half].number)
+    with services.db.transaction() as tx:
+        store_batch(tx, group_id, group, indexer.take())
+    from tests.support.store import query
+
+    incomplete = {r["key"] for r in query(services.db, "SELECT key FROM releases WHERE NOT complete")}
+    assert incomplete, "the first half must leave releases open"
+    services.db.move_clock(3600.0)  # an hour later, the rest is posted and indexed
+    indexer.add_text(chunk_text(lines[half:]), generated.last + 1)
+    indexer.finish()
+    with services.db.transaction() as tx:
+        store_batch(tx, group_id, group, indexer.take())
+    completed = {r["key"] for r in query(services.db, "SELECT key FROM releases WHERE complete")} & incomplete
+    assert completed
+    feed = items(xml(client.get("/api", params={"t": "search", "apikey": api_key, "limit": "100"})))
+    keys = [attr(i, "guid")[0] for i in feed]
+    dates = [parsedate_to_datetime(i["pubDate"]) for i in feed]
+    assert dates == sorted(dates, reverse=True)
+    first_old = min(keys.index(k) for k in keys if k not in incomplete)
+    assert all(keys.index(k) < first_old for k in completed), "completed late, listed on top"
+
+
+def test_multi_episode_and_daily_season_searches(
+    services: Services, client: TestClient, api_key: str
+) -> None:
+    from tests.support.store import query
+
+    fill_catalog_named = [
+        ("Harbor.Watch.S01E01E02.1080p.WEB.h264-GRP", 1, 1, 2),
+        ("Harbor.Watch.2024.05.12.720p.HDTV.x264-GRP", 2024, None, None),
+    ]
+    from tests.support.catalog import fill_catalog
+
+    fill_catalog(services, "alt.binaries.episodes", releases=2)
+    rows = query(services.db, "SELECT key FROM releases ORDER BY id")
+    from usenet_indexer.indexing.categories import categorize
+
+    for row, (name, season, episode, last) in zip(rows, fill_catalog_named, strict=True):
+        c = categorize(name)
+        assert (c.season, c.episode, c.episode_last) == (season, episode, last)
+        query(
+            services.db,
+            "UPDATE releases SET name = :n, category = :c, season = :s, episode = :e, episode_last = :l "
+            "WHERE key = :k",
+            {"n": name, "c": c.id, "s": c.season, "e": c.episode, "l": c.episode_last, "k": row["key"]},
+        )
+
+    def found(**params: str) -> list[str]:
+        root = xml(client.get("/api", params={"t": "tvsearch", "apikey": api_key, **params}))
+        return [i["title"] for i in items(root)]
+
+    assert found(season="1", ep="2") == ["Harbor.Watch.S01E01E02.1080p.WEB.h264-GRP"]
+    assert found(season="1", ep="1") == ["Harbor.Watch.S01E01E02.1080p.WEB.h264-GRP"]
+    assert found(season="1", ep="3") == []
+    assert found(season="2024") == ["Harbor.Watch.2024.05.12.720p.HDTV.x264-GRP"]

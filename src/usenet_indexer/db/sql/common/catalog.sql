@@ -4,11 +4,13 @@
 INSERT INTO releases (key, name, name_source, search_name, poster, group_name, groups, file_total,
                       files_seen, files_expected, parts_seen, parts_expected, completion, complete, size,
                       first_article, last_article, first_date, last_date, posted_at, obfuscated, request_id,
-                      category, season, episode, year, resolution, segments, created_at, updated_at)
+                      category, season, episode, episode_last, year, resolution, segments, created_at,
+                      updated_at, listed_at)
 VALUES (:key, :name, 'subject', :search_name, :poster, :group_name, :groups, :file_total,
         :files_seen, :files_expected, :parts_seen, :parts_expected, :completion, :complete, :size,
         :first_article, :last_article, :first_date, :last_date, COALESCE(:first_date, {now}), :obfuscated,
-        :request_id, :category, :season, :episode, :year, :resolution, :segments, {now}, {now})
+        :request_id, :category, :season, :episode, :episode_last, :year, :resolution, :segments, {now},
+        {now}, {now})
 
 -- name: release_update
 UPDATE releases
@@ -20,8 +22,11 @@ SET name = CASE WHEN name_source = 'subject' THEN :name ELSE name END,
     last_article = :last_article, first_date = :first_date, last_date = :last_date,
     posted_at = COALESCE(:first_date, posted_at), obfuscated = :obfuscated, request_id = :request_id,
     category = CASE WHEN name_source = 'subject' THEN :category ELSE category END,
-    season = COALESCE(:season, season), episode = COALESCE(:episode, episode), year = COALESCE(:year, year),
-    resolution = COALESCE(:resolution, resolution), segments = :segments, updated_at = {now}
+    season = COALESCE(:season, season), episode = COALESCE(:episode, episode),
+    episode_last = COALESCE(:episode_last, episode_last), year = COALESCE(:year, year),
+    resolution = COALESCE(:resolution, resolution), segments = :segments, updated_at = {now},
+    -- Listed again when it becomes complete (migration 0008): feeds sync by this, newest first.
+    listed_at = CASE WHEN :complete AND NOT complete THEN {now} ELSE listed_at END
 WHERE id = :id
 
 -- name: probe_enqueue

@@ -3,13 +3,14 @@
 -- only the conditions that apply (one query with "(:x IS NULL OR …)" for every filter plans badly).
 
 -- name: search_page
--- Newest first, id breaking ties: the same order on every page (the index releases_posted).
+-- Newest first, id breaking ties: the same order on every page. {order} is posted_at for a query with
+-- words, listed_at for a feed without (catalog/search.py; the indexes releases_posted, releases_listed).
 SELECT id, key, name, poster, group_name, groups, file_total, files_seen, files_expected, parts_seen,
-       parts_expected, completion, complete, size, first_date, last_date, posted_at, obfuscated, password,
-       category, season, episode, year, resolution, imdb, tvdbid, grabs
+       parts_expected, completion, complete, size, first_date, last_date, posted_at, listed_at, obfuscated,
+       password, category, season, episode, episode_last, year, resolution, imdb, tvdbid, grabs
 FROM releases
 WHERE {where}
-ORDER BY posted_at DESC, id DESC
+ORDER BY {order} DESC, id DESC
 LIMIT :limit OFFSET :offset
 
 -- name: search_where_all
@@ -28,7 +29,8 @@ size <= :max_size
 season = :season
 
 -- name: search_where_episode
-episode = :episode
+-- A multi-episode release (S01E01E02) answers for each of its episodes.
+episode <= :episode AND COALESCE(episode_last, episode) >= :episode
 
 -- name: search_where_imdb
 imdb = :imdb
@@ -41,8 +43,8 @@ complete = :complete
 
 -- name: release_by_key
 SELECT id, key, name, poster, group_name, groups, file_total, files_seen, files_expected, parts_seen,
-       parts_expected, completion, complete, size, first_date, last_date, posted_at, obfuscated, password,
-       category, season, episode, year, resolution, imdb, tvdbid, grabs
+       parts_expected, completion, complete, size, first_date, last_date, posted_at, listed_at, obfuscated,
+       password, category, season, episode, episode_last, year, resolution, imdb, tvdbid, grabs
 FROM releases WHERE key = :key
 
 -- name: release_segments_by_key

@@ -16,20 +16,20 @@ category = ANY(CAST(:categories AS integer[]))
 -- the page's order, so that the planner weighs the same plans as for the page: unordered, it took a
 -- bitmap of all 164,000 releases holding "web" and "dl" (50 ms) to count the first 1,000.
 SELECT count(*) AS n
-FROM (SELECT 1 FROM releases WHERE {where} ORDER BY posted_at DESC, id DESC LIMIT :count_cap) AS matching
+FROM (SELECT 1 FROM releases WHERE {where} ORDER BY {order} DESC, id DESC LIMIT :count_cap) AS matching
 
 -- name: search_page_counted
 -- The page and the (capped) count in one pass over the matches: a title's 1,300 matches were read
 -- from the heap twice, once to sort the page and once to count them (30 ms each at 1,000,000).
 WITH matching AS MATERIALIZED (
-    SELECT id, posted_at FROM releases WHERE {where}
-    ORDER BY posted_at DESC, id DESC
+    SELECT id, {order} AS sort_at FROM releases WHERE {where}
+    ORDER BY {order} DESC, id DESC
     LIMIT :count_cap
 )
 SELECT r.id, r.key, r.name, r.poster, r.group_name, r.groups, r.file_total, r.files_seen,
        r.files_expected, r.parts_seen, r.parts_expected, r.completion, r.complete, r.size, r.first_date,
-       r.last_date, r.posted_at, r.obfuscated, r.password, r.category, r.season, r.episode, r.year,
-       r.resolution, r.imdb, r.tvdbid, r.grabs, (SELECT count(*) FROM matching) AS total
-FROM (SELECT id, posted_at FROM matching ORDER BY posted_at DESC, id DESC LIMIT :limit OFFSET :offset) AS page
+       r.last_date, r.posted_at, r.listed_at, r.obfuscated, r.password, r.category, r.season, r.episode,
+       r.episode_last, r.year, r.resolution, r.imdb, r.tvdbid, r.grabs, (SELECT count(*) FROM matching) AS total
+FROM (SELECT id, sort_at FROM matching ORDER BY sort_at DESC, id DESC LIMIT :limit OFFSET :offset) AS page
 JOIN releases r ON r.id = page.id
-ORDER BY page.posted_at DESC, page.id DESC
+ORDER BY page.sort_at DESC, page.id DESC

@@ -471,7 +471,9 @@ CREATE TABLE public.releases (
     grabs integer DEFAULT 0 NOT NULL,
     created_at double precision NOT NULL,
     updated_at double precision NOT NULL,
-    search_vector tsvector GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, search_name)) STORED
+    search_vector tsvector GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, search_name)) STORED,
+    listed_at double precision,
+    episode_last integer
 );
 
 CREATE SEQUENCE public.releases_id_seq
@@ -655,13 +657,21 @@ CREATE INDEX ranges_live ON public.ranges USING btree (group_id, heartbeat_at) W
 
 CREATE INDEX ranges_prefetch ON public.ranges USING btree (((status <> 'leased'::text)), ((spooled_chunks = 0)), priority, id) WHERE ((status = ANY (ARRAY['planned'::text, 'leased'::text])) AND (next_id <= end_id) AND (stored_at IS NULL));
 
+CREATE INDEX releases_category_listed ON public.releases USING btree (category, listed_at);
+
 CREATE INDEX releases_category_posted ON public.releases USING btree (category, posted_at);
 
 CREATE INDEX releases_group_posted ON public.releases USING btree (group_name, posted_at);
 
+CREATE INDEX releases_imdb ON public.releases USING btree (imdb) WHERE (imdb IS NOT NULL);
+
+CREATE INDEX releases_listed ON public.releases USING btree (listed_at, id);
+
 CREATE INDEX releases_posted ON public.releases USING btree (posted_at, id);
 
 CREATE INDEX releases_search ON public.releases USING gin (search_vector);
+
+CREATE INDEX releases_tvdbid ON public.releases USING btree (tvdbid) WHERE (tvdbid IS NOT NULL);
 
 CREATE INDEX snapshot_log_lane ON public.snapshot_log USING btree (group_id, lane, epoch, next);
 

@@ -231,7 +231,7 @@ CREATE TABLE releases (
 	segments BLOB NOT NULL, 
 	grabs INTEGER DEFAULT '0' NOT NULL, 
 	created_at DOUBLE NOT NULL, 
-	updated_at DOUBLE NOT NULL, 
+	updated_at DOUBLE NOT NULL, listed_at DOUBLE, episode_last INTEGER, 
 	PRIMARY KEY (id), 
 	UNIQUE ("key")
 );
@@ -305,6 +305,8 @@ CREATE INDEX ranges_live ON ranges (group_id, heartbeat_at) WHERE status = 'leas
 
 CREATE INDEX ranges_prefetch ON ranges ((status <> 'leased'), (spooled_chunks = 0), priority, id) WHERE status IN ('planned', 'leased') AND next_id <= end_id AND stored_at IS NULL;
 
+CREATE INDEX releases_category_listed ON releases (category, listed_at);
+
 CREATE INDEX releases_category_posted ON releases (category, posted_at);
 
 CREATE TRIGGER releases_fts_delete AFTER DELETE ON releases BEGIN INSERT INTO releases_fts (releases_fts, rowid, search_name) VALUES ('delete', old.id, old.search_name); END;
@@ -315,7 +317,13 @@ CREATE TRIGGER releases_fts_update AFTER UPDATE OF search_name ON releases BEGIN
 
 CREATE INDEX releases_group_posted ON releases (group_name, posted_at);
 
+CREATE INDEX releases_imdb ON releases (imdb) WHERE imdb IS NOT NULL;
+
+CREATE INDEX releases_listed ON releases (listed_at, id);
+
 CREATE INDEX releases_posted ON releases (posted_at, id);
+
+CREATE INDEX releases_tvdbid ON releases (tvdbid) WHERE tvdbid IS NOT NULL;
 
 CREATE INDEX snapshot_log_lane ON snapshot_log (group_id, lane, epoch, next);
 
