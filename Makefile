@@ -4,8 +4,10 @@ export UV_LINK_MODE := copy
 
 .PHONY: demo test lint typecheck pytest bench sync system
 
+# With the s3 extra (boto3): the object-storage tests run against moto's S3 server. `uv run` (below)
+# syncs inexactly, so it keeps what this installed.
 sync:
-	$(UV) sync --locked
+	$(UV) sync --locked --extra s3
 
 # The main job on the embedded default (SQLite under ./data/demo) against the sample news server:
 # indexes its groups, prints the web UI, a newznab search URL and an NZB, serves until Ctrl-C.

@@ -44,7 +44,8 @@ class Services:
 
 def open_blob_store(settings: Settings) -> BlobStore:
     """The local directory (``<data_dir>/blobs`` unless ``storage_url`` names another), or object
-    storage for ``storage_url = "s3://…"``."""
+    storage for ``storage_url = "s3://…"``, which needs the ``s3`` extra (boto3): without it, a
+    ``MissingExtra`` naming the extra (settings refuse such a URL first, when they are checked)."""
     directory = settings.blobs_directory()
     if directory is not None:
         return LocalBlobStore(directory)

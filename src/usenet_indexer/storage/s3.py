@@ -24,26 +24,44 @@ implementation that every S3-compatible service tests against; it brings the who
 (environment, ``~/.aws``, instance and container roles, web identity) that a deployment expects,
 retries with backoff, both addressing styles, and the multipart protocol; and moto, the test server,
 is built on it. Its cost — ~0.3 s of import and ~80 MB installed — is paid only by a coordinator whose
-``storage_url`` is ``s3://`` (this module is imported then, not before). Clients are thread-safe; one is
-shared by all the coordinator's threads, with a connection pool as big as its storage threads.
+``storage_url`` is ``s3://`` (this module is imported then, not before), and only by installs that ask
+for it: boto3 is the ``s3`` extra (``pip install 'usenet-indexer[s3]'``, ``uv sync --extra s3``).
+Settings import this module to check an ``s3://`` URL; without boto3 that import raises a
+``MissingExtra`` naming the extra, which settings refuse as a setting, at startup. Clients are
+thread-safe; one is shared by all the coordinator's threads, with a connection pool as big as its
+storage threads.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import importlib.util
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NoReturn
 from urllib.parse import urlsplit
 
-from botocore.exceptions import BotoCoreError, ClientError
-
+from usenet_indexer.extras import MissingExtra, missing_extra
 from usenet_indexer.storage.blobs import BlobError, BlobStore, BlobTooLarge, check_key
 
 if TYPE_CHECKING:
     from mypy_boto3_s3.client import S3Client
     from mypy_boto3_s3.type_defs import CompletedPartTypeDef
+
+
+def _no_boto3() -> MissingExtra:
+    return missing_extra("s3", "the s3:// store (storage_url)", "boto3")
+
+
+# botocore's exceptions now (15 ms); boto3 itself when a client is made (0.25 s), but whether it is
+# there now, so that settings naming an s3:// store are refused without it.
+try:
+    from botocore.exceptions import BotoCoreError, ClientError
+except ImportError as error:
+    raise _no_boto3() from error
+if importlib.util.find_spec("boto3") is None:
+    raise _no_boto3()
 
 MIN_PART_BYTES = 5 << 20  # S3's least size for every part but the last
 DEFAULT_PART_BYTES = 8 << 20
@@ -370,8 +388,11 @@ class S3Options:
 
 
 def s3_blob_store(url: str, options: S3Options) -> S3BlobStore:
-    import boto3
-    from botocore.config import Config
+    try:
+        import boto3
+        from botocore.config import Config
+    except ImportError as error:  # removed since this module was imported
+        raise _no_boto3() from error
 
     location = S3Location.parse(url)
     config = Config(
