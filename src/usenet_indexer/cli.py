@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+import typer.core
 
+from usenet_indexer.coordinator.planning import DEFAULT_BACKFILL_DAYS, Backfill, BackfillError
 from usenet_indexer.logs import configure_logging
 from usenet_indexer.settings import Settings, load_settings
 
@@ -17,16 +20,45 @@ if TYPE_CHECKING:
 # The store's modules (SQLAlchemy, Alembic) are imported by the commands that use them: an edge worker
 # needs none of them, and starts a second sooner without (`run` starts one per core).
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help="A distributed Usenet binary indexer.")
-db_app = typer.Typer(no_args_is_help=True, help="The store: schema migrations.")
-nodes_app = typer.Typer(no_args_is_help=True, help="Edge nodes and their tokens.")
-groups_app = typer.Typer(no_args_is_help=True, help="Newsgroups to index and their ranges.")
+# The order a user meets them in: try it, add groups, run, give clients a key; then more machines.
+COMMAND_ORDER = (
+    "demo",
+    "groups",
+    "run",
+    "users",
+    "admin",
+    "serve",
+    "edge",
+    "nodes",
+    "rules",
+    "reindex",
+    "db",
+    "sample-server",
+)
+
+
+class OrderedGroup(typer.core.TyperGroup):
+    def list_commands(self, ctx: Any) -> list[str]:  # typer vendors click; its Context type is private
+        names = super().list_commands(ctx)
+        return sorted(
+            names, key=lambda n: COMMAND_ORDER.index(n) if n in COMMAND_ORDER else len(COMMAND_ORDER)
+        )
+
+
+def command_group(help: str, **options: object) -> typer.Typer:
+    """A command group whose help is plain text: legible at 80 columns (rich's panels cut option names
+    there: ``--backfill-articl…``)."""
+    return typer.Typer(no_args_is_help=True, rich_markup_mode=None, help=help, **options)  # type: ignore[arg-type]
+
+
+app = command_group("A distributed Usenet binary indexer.", add_completion=False, cls=OrderedGroup)
+db_app = command_group("The store: schema migrations.")
+nodes_app = command_group("Edge nodes and their tokens.")
+groups_app = command_group("Newsgroups to index and their ranges.")
 app.add_typer(db_app, name="db")
 app.add_typer(nodes_app, name="nodes")
 app.add_typer(groups_app, name="groups")
-rules_app = typer.Typer(
-    no_args_is_help=True, help="Subject rules: versioned; every change makes a new version."
-)
+rules_app = command_group("Subject rules: versioned; every change makes a new version.")
 app.add_typer(rules_app, name="rules")
 
 
@@ -150,30 +182,37 @@ def groups_add(
     ctx: typer.Context,
     name: str,
     backfill_articles: Annotated[
-        int | None, typer.Option(help="Index only the newest N articles of history (default: all)")
+        int | None, typer.Option(help="Index the newest N articles of history")
     ] = None,
     backfill_days: Annotated[
-        float | None, typer.Option(help="Index only articles posted in the last N days (found by date)")
+        float | None,
+        typer.Option(
+            help=f"Index articles posted in the last N days (the default: {DEFAULT_BACKFILL_DAYS:g})"
+        ),
     ] = None,
     backfill_since: Annotated[
         datetime | None,
-        typer.Option(help="Index only articles posted since this date (UTC)", formats=DATE_FORMATS),
+        typer.Option(help="Index articles posted since this date (UTC)", formats=DATE_FORMATS),
     ] = None,
+    all_history: Annotated[
+        bool, typer.Option("--all-history", help="Index all the history the server keeps (often years)")
+    ] = False,
     capture: Annotated[bool, typer.Option(help="Keep the group's overview in the corpus")] = False,
 ) -> None:
-    """Add a newsgroup to index."""
+    """Add a newsgroup to index: new posts as they come, and history back to the backfill target."""
     from usenet_indexer.coordinator.groups import GroupError
-    from usenet_indexer.coordinator.planner import check_backfill, set_backfill
 
     services = services_of(ctx)
     try:
-        check_backfill(backfill_articles, backfill_days, backfill_since)
-        services.groups.add(name, backfill_articles=backfill_articles, capture=capture)
-        if backfill_days is not None or backfill_since is not None:
-            set_backfill(services.db, name, days=backfill_days, since=backfill_since)
-    except GroupError as error:
+        backfill = Backfill.chosen(backfill_articles, backfill_days, backfill_since, all_history=all_history)
+        services.groups.add(name, backfill=backfill, capture=capture)
+    except (GroupError, BackfillError) as error:
         fail(str(error))
-    typer.echo(f"group {name} added")
+    typer.echo(f"group {name} added: history back to {backfill.describe()}")
+    if backfill.days == DEFAULT_BACKFILL_DAYS and backfill_days is None:
+        typer.echo(
+            f"(the default; for more: `usenet-indexer groups backfill {name} --days 30`, or --all-history)"
+        )
 
 
 @groups_app.command("backfill")
@@ -185,17 +224,22 @@ def groups_backfill(
     since: Annotated[
         datetime | None, typer.Option(help="Articles posted since this date (UTC)", formats=DATE_FORMATS)
     ] = None,
+    all_history: Annotated[
+        bool, typer.Option("--all-history", help="All the history the server keeps (often years)")
+    ] = False,
 ) -> None:
-    """Change how far back a group's history goes (none of the options: all of it). Ranges already
-    planned stay; a target further back plans more history at the next planning."""
+    """Change how far back a group's history goes. Ranges already planned stay; a target further back
+    plans more history at the next planning."""
     from usenet_indexer.coordinator.groups import GroupError
-    from usenet_indexer.coordinator.planner import set_backfill
 
     try:
-        set_backfill(services_of(ctx).db, name, articles=articles, days=days, since=since)
-    except GroupError as error:
+        backfill = Backfill(articles, days, since)
+        if backfill.everything != all_history:
+            raise BackfillError("give one of --articles, --days, --since or --all-history")
+        services_of(ctx).groups.set_backfill(name, backfill)
+    except (GroupError, BackfillError) as error:
         fail(str(error))
-    typer.echo(f"group {name}: backfill target set; the planner applies it at its next pass")
+    typer.echo(f"group {name}: history back to {backfill.describe()}, from the planner's next pass")
 
 
 @groups_app.command("list")
@@ -348,8 +392,8 @@ def rules_test(
 
 # -- users and the admin login (newznab API keys, web UI) --------------------------------------------
 
-users_app = typer.Typer(no_args_is_help=True, help="Users of the newznab API and their keys.")
-admin_app = typer.Typer(no_args_is_help=True, help="The web UI's admin login.")
+users_app = command_group("Users: their API keys, web UI passwords and daily limits.")
+admin_app = command_group("The web UI's admin login.")
 app.add_typer(users_app, name="users")
 app.add_typer(admin_app, name="admin")
 
@@ -364,18 +408,44 @@ def users_add(
     downloads_per_day: Annotated[
         int | None, typer.Option(help="NZB downloads allowed per day (default: no limit)")
     ] = None,
+    password: Annotated[
+        bool,
+        typer.Option("--password", help="Also ask for a password, to sign in to the web UI's catalog"),
+    ] = False,
 ) -> None:
     """Add a user and print their API key (shown once: only a hash is kept)."""
     from usenet_indexer.coordinator.users import UserError
 
+    secret = ask_password(f"{name}'s web UI password") if password else None
     try:
         _, key = services_of(ctx).users.add(
-            name, requests_per_day=requests_per_day, downloads_per_day=downloads_per_day
+            name, requests_per_day=requests_per_day, downloads_per_day=downloads_per_day, password=secret
         )
     except UserError as error:
         fail(str(error))
     typer.echo(key)
     typer.echo(f"user {name} added; this is their API key (it is not shown again)", err=True)
+
+
+@users_app.command("passwd")
+def users_passwd(ctx: typer.Context, name: str) -> None:
+    """Set a user's password for the web UI (asked twice; USENET_INDEXER_USER_PASSWORD if set). The
+    user's open sessions end."""
+    from usenet_indexer.coordinator.users import UserError
+
+    try:
+        services_of(ctx).users.set_password(name, ask_password(f"{name}'s web UI password"))
+    except UserError as error:
+        fail(str(error))
+    typer.echo(f"user {name}: password set; they sign in at /login")
+
+
+def ask_password(what: str) -> str:
+    """A password from USENET_INDEXER_USER_PASSWORD (scripts), or asked twice without echo."""
+    given = os.environ.get("USENET_INDEXER_USER_PASSWORD")
+    if given:
+        return given
+    return str(typer.prompt(what, hide_input=True, confirmation_prompt=True))
 
 
 @users_app.command("list")

@@ -116,6 +116,11 @@ class Settings(BaseSettings):
     admin_password_hash: str = ""
     admin_password: str = Field(default="", repr=False)
     web_session_hours: float = Field(default=12.0, gt=0)
+    # The web UI's catalog (dashboard, releases, their NZBs) takes a signed-in user (a password set
+    # with `users add --password` / `users passwd`) or the admin. True opens it to anyone who can
+    # reach the coordinator (issue 18: it was open, so an indexer served beyond loopback handed NZBs
+    # to anyone). The newznab API takes API keys either way.
+    public_catalog: bool = False
 
     # -- News servers and the loops that read them (issue 5) ---------------------------------------
     # The primary server: `serve` runs the planner, prefetcher and corpus fill when nntp_host is set.

@@ -79,7 +79,7 @@ def add_groups(database_url: str, data_dir: Path, feed: SampleFeed) -> None:
     env = settings_env(database_url, data_dir, **SIZES)
     for name in feed.groups:
         subprocess.run(
-            [sys.executable, "-m", "usenet_indexer", "groups", "add", name],
+            [sys.executable, "-m", "usenet_indexer", "groups", "add", name, "--all-history"],
             env=env,
             check=True,
             capture_output=True,

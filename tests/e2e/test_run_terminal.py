@@ -71,7 +71,7 @@ def test_the_live_view_on_a_terminal_and_ctrl_c(pane: Pane, tmp_path: Path) -> N
         env["TERM"] = "xterm-256color"
         for name in feed.groups:
             subprocess.run(
-                [sys.executable, "-m", "usenet_indexer", "groups", "add", name],
+                [sys.executable, "-m", "usenet_indexer", "groups", "add", name, "--all-history"],
                 env=env,
                 check=True,
                 capture_output=True,

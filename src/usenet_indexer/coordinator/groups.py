@@ -5,7 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from usenet_indexer.articles import GroupNameError, check_group_name
-from usenet_indexer.coordinator.planning import PlanCursor, PlannedRange, PlanSizes, plan_ranges
+from usenet_indexer.coordinator.planning import (
+    ALL_HISTORY,
+    Backfill,
+    PlanCursor,
+    PlannedRange,
+    PlanSizes,
+    plan_ranges,
+)
 from usenet_indexer.db import Database, Row
 from usenet_indexer.db.database import Fence
 
@@ -39,21 +46,26 @@ class Groups:
         self.db = db
         self.sizes = sizes
 
-    def add(self, name: str, *, backfill_articles: int | None = None, capture: bool = False) -> int:
+    def add(self, name: str, *, backfill: Backfill = ALL_HISTORY, capture: bool = False) -> int:
+        """Add a group whose history goes back as far as ``backfill`` (the default here: all of it;
+        the commands users type ask ``Backfill.chosen`` for theirs)."""
         try:
             check_group_name(name)
         except GroupNameError as error:
             raise GroupError(str(error)) from None
-        if backfill_articles is not None and backfill_articles < 0:
-            raise GroupError(f"--backfill-articles is a count of articles >= 0, not {backfill_articles}")
         with self.db.transaction() as tx:
             if tx.one("group_by_name", {"name": name}) is not None:
                 raise GroupError(f"group {name} is already added")
-            row = tx.one(
-                "group_insert", {"name": name, "backfill_articles": backfill_articles, "capture": capture}
-            )
+            row = tx.one("group_insert", {"name": name, **_backfill_params(backfill), "capture": capture})
             assert row is not None
             return int(row["id"])
+
+    def set_backfill(self, name: str, backfill: Backfill) -> None:
+        """A new backfill target: the date's article is searched again at the next planning; ranges
+        already planned stay."""
+        with self.db.transaction() as tx:
+            if tx.one("group_set_backfill", {"name": name, **_backfill_params(backfill)}) is None:
+                raise GroupError(f"no group {name}: add it with `usenet-indexer groups add {name}`")
 
     def get(self, name: str) -> Row:
         with self.db.transaction(write=False) as tx:
@@ -163,3 +175,11 @@ class Groups:
                 },
             )
         return PlanResult(planned)
+
+
+def _backfill_params(backfill: Backfill) -> dict[str, object]:
+    return {
+        "backfill_articles": backfill.articles,
+        "backfill_days": backfill.days,
+        "backfill_since": backfill.since_stamp,
+    }

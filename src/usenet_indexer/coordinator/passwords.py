@@ -1,4 +1,5 @@
-"""The admin password: scrypt (the standard library's), stored as ``scrypt$n$r$p$salt$hash``."""
+"""Web UI passwords (the admin's, users'): scrypt (the standard library's), stored as
+``scrypt$n$r$p$salt$hash``."""
 
 from __future__ import annotations
 
@@ -15,20 +16,24 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-MIN_LENGTH = 12  # an admin password shorter than this is refused where one is set
+MIN_LENGTH = 12  # a password shorter than this is refused where one is set
+
+
+MAX_LENGTH = 1024  # verify_password refuses longer ones (scrypt's work grows with the input)
 
 
 class WeakPassword(ValueError):
     pass
 
 
-def check_strength(password: str) -> str:
-    """``password``, or WeakPassword saying why it cannot be the admin's."""
+def check_strength(password: str, whose: str = "the admin password") -> str:
+    """``password``, or WeakPassword saying why it cannot be one."""
     if len(password) < MIN_LENGTH:
         raise WeakPassword(
-            f"the admin password must be at least {MIN_LENGTH} characters (a few words will do), "
-            f"not {len(password)}"
+            f"{whose} must be at least {MIN_LENGTH} characters (a few words will do), not {len(password)}"
         )
+    if len(password) > MAX_LENGTH:
+        raise WeakPassword(f"{whose} must be at most {MAX_LENGTH} characters, not {len(password)}")
     return password
 
 
@@ -42,7 +47,7 @@ def verify_password(password: str, stored: str) -> bool:
     """Whether ``password`` is the one ``stored`` was made from; False for any malformed ``stored``."""
     try:
         scheme, n, r, p, salt, digest = stored.split("$")
-        if scheme != "scrypt" or len(password) > 1024:
+        if scheme != "scrypt" or len(password) > MAX_LENGTH:
             return False
         expected = base64.b64decode(digest, validate=True)
         got = hashlib.scrypt(

@@ -41,10 +41,9 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Literal
 
-from usenet_indexer.coordinator.groups import GroupError
 from usenet_indexer.coordinator.news import NewsService
 from usenet_indexer.coordinator.services import Services
-from usenet_indexer.db import Database, Row
+from usenet_indexer.db import Row
 from usenet_indexer.db.database import Fence
 from usenet_indexer.logs import get_logger
 from usenet_indexer.nntp.errors import NNTPError, NoSuchGroup
@@ -132,35 +131,6 @@ def date_probe(pool: NNTPPool, group: str, high: int) -> Probe:
 
 
 # -- the backfill target --------------------------------------------------------------------------------
-
-
-def set_backfill(
-    db: Database,
-    name: str,
-    *,
-    articles: int | None = None,
-    days: float | None = None,
-    since: datetime | None = None,
-) -> None:
-    """A group's backfill target: the newest ``articles``, or articles posted in the last ``days`` or
-    since ``since``; none of them: all of the group. Searched again at the next planning."""
-    check_backfill(articles, days, since)
-    stamp = None
-    if since is not None:
-        stamp = (since if since.tzinfo is not None else since.replace(tzinfo=UTC)).timestamp()
-    with db.transaction() as tx:
-        params = {"name": name, "backfill_articles": articles, "backfill_days": days, "backfill_since": stamp}
-        if tx.one("group_set_backfill", params) is None:
-            raise GroupError(f"no group {name}: add it with `usenet-indexer groups add {name}`")
-
-
-def check_backfill(articles: int | None, days: float | None, since: datetime | None) -> None:
-    if sum(x is not None for x in (articles, days, since)) > 1:
-        raise GroupError("give one backfill target: a number of articles, of days, or a date")
-    if articles is not None and articles < 0:
-        raise GroupError(f"the backfill is a count of articles >= 0, not {articles}")
-    if days is not None and days <= 0:
-        raise GroupError(f"the backfill is a number of days > 0, not {days}")
 
 
 def backfill_date(group: Row, now: float) -> float | None:

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from usenet_indexer.articles import aligned
 
@@ -111,3 +112,72 @@ def plan_ranges(
             planned.append(PlannedRange(start, end, history_priority(start, sizes)))
         history_low = target
     return planned, PlanCursor(tail_next, history_low)
+
+
+# -- how far back history goes ------------------------------------------------------------------------
+
+
+class BackfillError(ValueError):
+    pass
+
+
+# A provider keeps years of a busy group: "all of it" is weeks of work and a catalog of old posts, a
+# choice to make on purpose (`--all-history`), never what a bare `groups add` means (issue 18).
+DEFAULT_BACKFILL_DAYS = 7.0
+
+
+@dataclass(frozen=True, slots=True)
+class Backfill:
+    """How far back a group's history goes: the newest ``articles``, the articles posted in the last
+    ``days``, or those posted since ``since``; none of them: all of it."""
+
+    articles: int | None = None
+    days: float | None = None
+    since: datetime | None = None
+
+    def __post_init__(self) -> None:
+        if sum(x is not None for x in (self.articles, self.days, self.since)) > 1:
+            raise BackfillError("give one backfill target: a number of articles, of days, or a date")
+        if self.articles is not None and self.articles < 0:
+            raise BackfillError(f"the backfill is a count of articles >= 0, not {self.articles}")
+        if self.days is not None and not self.days > 0:
+            raise BackfillError(f"the backfill is a number of days > 0, not {self.days}")
+
+    @classmethod
+    def chosen(
+        cls,
+        articles: int | None = None,
+        days: float | None = None,
+        since: datetime | None = None,
+        *,
+        all_history: bool = False,
+    ) -> Backfill:
+        """The target a user asked for; asked for none, the last ``DEFAULT_BACKFILL_DAYS`` days."""
+        target = cls(articles, days, since)
+        if all_history:
+            if not target.everything:
+                raise BackfillError("all of the history, or a backfill target: not both")
+            return target
+        return target if not target.everything else cls(days=DEFAULT_BACKFILL_DAYS)
+
+    @property
+    def everything(self) -> bool:
+        return self.articles is None and self.days is None and self.since is None
+
+    @property
+    def since_stamp(self) -> float | None:
+        if self.since is None:
+            return None
+        return (self.since if self.since.tzinfo is not None else self.since.replace(tzinfo=UTC)).timestamp()
+
+    def describe(self) -> str:
+        if self.articles is not None:
+            return f"the newest {self.articles:,} articles"
+        if self.days is not None:
+            return f"articles posted in the last {self.days:g} days"
+        if self.since is not None:
+            return f"articles posted since {self.since:%Y-%m-%d %H:%M}"
+        return "all of the history the server keeps"
+
+
+ALL_HISTORY = Backfill()

@@ -1,5 +1,6 @@
 """Users of the newznab API: named, each with an API key of which only a hash is kept, and optional
-daily limits on requests and NZB downloads, counted per UTC day of the database's clock."""
+daily limits on requests and NZB downloads, counted per UTC day of the database's clock. A user may
+have a password too, to sign in to the web UI, where the same limits apply."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import hmac
 import re
 import secrets
 from dataclasses import dataclass
+from functools import cache
 
+from usenet_indexer.coordinator.passwords import WeakPassword, check_strength, hash_password, verify_password
 from usenet_indexer.db import Database
 
 USER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@\-]{0,63}$")
@@ -68,6 +71,19 @@ class UserInfo:
     now: float
 
 
+@cache
+def _no_password() -> str:
+    """What a missing user's password is checked against (made once, when first needed)."""
+    return hash_password(secrets.token_urlsafe(16))
+
+
+def _password_hash(name: str, password: str) -> str:
+    try:
+        return hash_password(check_strength(password, f"{name}'s password"))
+    except WeakPassword as error:
+        raise UserError(str(error)) from None
+
+
 def hash_key(key: str) -> str:
     # Keys are 128 random bits: a plain SHA-256 is enough (there is no dictionary to slow down).
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
@@ -84,15 +100,22 @@ class Users:
         self.db = db
 
     def add(
-        self, name: str, *, requests_per_day: int | None = None, downloads_per_day: int | None = None
+        self,
+        name: str,
+        *,
+        requests_per_day: int | None = None,
+        downloads_per_day: int | None = None,
+        password: str | None = None,
     ) -> tuple[int, str]:
-        """A new user and their API key; the key is shown once and never stored."""
+        """A new user and their API key; the key is shown once and never stored. With ``password``,
+        the user can sign in to the web UI too."""
         if not USER_NAME.match(name):
             raise UserError(f"not a user name: {name!r} (up to 64 letters, digits, . _ @ -)")
         params = {
             "name": name,
             "requests_per_day": _limit(requests_per_day, "--requests-per-day"),
             "downloads_per_day": _limit(downloads_per_day, "--downloads-per-day"),
+            "password_hash": None if password is None else _password_hash(name, password),
         }
         key = secrets.token_hex(16)
         with self.db.transaction() as tx:
@@ -109,6 +132,28 @@ class Users:
             if tx.one("user_set_key", {"name": name, "api_key_hash": hash_key(key)}) is None:
                 raise UserError(f"no user {name}")
         return key
+
+    def set_password(self, name: str, password: str) -> None:
+        """The user's web UI password (WeakPassword if too short); sessions the old one opened end."""
+        stored = _password_hash(name, password)
+        with self.db.transaction() as tx:
+            row = tx.one("user_set_password", {"name": name, "password_hash": stored})
+            if row is None:
+                raise UserError(f"no user {name}")
+            tx.execute("user_sessions_delete", {"user_id": row["id"]})
+
+    def check_password(self, name: str, password: str) -> ApiUser | None:
+        """The enabled user with this name and password, or None."""
+        with self.db.transaction(write=False) as tx:
+            row = tx.one("user_by_name", {"name": name}) if USER_NAME.match(name) else None
+        stored = row["password_hash"] if row is not None else None
+        # Hash even when there is nothing to compare with, so the time taken does not tell which
+        # user names exist.
+        if not verify_password(password, stored or _no_password()) or row is None or stored is None:
+            return None
+        if not row["enabled"]:
+            return None
+        return ApiUser(int(row["id"]), str(row["name"]), row["requests_per_day"], row["downloads_per_day"])
 
     def set_enabled(self, name: str, enabled: bool) -> None:
         with self.db.transaction() as tx:

@@ -12,13 +12,11 @@ double-submit token. Cookies are HttpOnly and SameSite=Strict.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 import math
 import secrets
 import time
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -36,9 +34,18 @@ from usenet_indexer.coordinator.http import RequestRefused, is_loopback
 from usenet_indexer.coordinator.lockout import LoginLockout
 from usenet_indexer.coordinator.newznab import NewznabError, base_url, nzb_response
 from usenet_indexer.coordinator.nodes import NodeError
-from usenet_indexer.coordinator.passwords import verify_password
+from usenet_indexer.coordinator.planning import DEFAULT_BACKFILL_DAYS, Backfill
 from usenet_indexer.coordinator.services import Services
-from usenet_indexer.coordinator.users import UserError
+from usenet_indexer.coordinator.sessions import (
+    SESSION_COOKIE,
+    Session,
+    admin_password_ok,
+    admin_session,
+    close_session,
+    current_session,
+    open_session,
+)
+from usenet_indexer.coordinator.users import ApiUser, LimitReached, UserError
 from usenet_indexer.indexing import SegmentBlobError, unpack_segments
 from usenet_indexer.indexing.categories import NAMES
 from usenet_indexer.indexing.rules import RuleError, RuleSet
@@ -47,7 +54,6 @@ from usenet_indexer.logs import get_logger
 
 __all__ = ["ago", "human_bytes", "human_number", "web_router"]
 
-SESSION_COOKIE = "uix_session"
 LOGIN_COOKIE = "uix_login"
 PAGE_SIZE = 50
 MAX_FORM_BYTES = 256 << 10
@@ -117,24 +123,6 @@ def _environment() -> Environment:
     return env
 
 
-def _hash(token: str) -> str:
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
-
-
-def admin_session(services: Services, request: Request) -> Mapping[str, Any] | None:
-    """The admin's session the request's cookie names (read once per request), or None."""
-    cached = request.scope.get("uix_session", False)
-    if cached is not False:
-        return cached  # type: ignore[no-any-return]
-    token = request.cookies.get(SESSION_COOKIE, "")
-    row = None
-    if token and len(token) < 200:
-        with services.db.transaction(write=False) as tx:
-            row = tx.one("session_get", {"token_hash": _hash(token)})
-    request.scope["uix_session"] = row
-    return row
-
-
 def operator_only(request: Request) -> None:
     """For what tells an operator how the coordinator runs (metrics, status, the API's schema): a
     client on this machine (a scraper beside it), or the admin logged in; 403 for anyone else (issue
@@ -158,8 +146,10 @@ class Web:
         session = self.session(request)
         html = self.env.get_template(template).render(
             request=request,
-            admin=session is not None,
-            csrf=session["csrf"] if session else "",
+            admin=session is not None and session.admin,
+            user=session.user.name if session is not None and session.user is not None else None,
+            csrf=session.csrf if session else "",
+            public_catalog=self.services.settings.public_catalog,
             now=time.time(),
             **context,
         )
@@ -171,28 +161,8 @@ class Web:
         response.headers["Referrer-Policy"] = "same-origin"
         return response
 
-    # -- sessions ---------------------------------------------------------------------------------
-
-    def session(self, request: Request) -> Mapping[str, Any] | None:
-        return admin_session(self.services, request)
-
-    def login(self, password: str) -> tuple[str, str] | None:
-        stored = self.services.settings.admin_password_hash
-        if not stored or not verify_password(password, stored):
-            return None
-        token = secrets.token_urlsafe(32)
-        csrf = secrets.token_urlsafe(24)
-        ttl = self.services.settings.web_session_hours * 3600
-        with self.services.db.transaction() as tx:
-            tx.execute("sessions_expire")
-            tx.execute("session_insert", {"token_hash": _hash(token), "csrf": csrf, "ttl": ttl})
-        return token, csrf
-
-    def logout(self, request: Request) -> None:
-        token = request.cookies.get(SESSION_COOKIE, "")
-        if token:
-            with self.services.db.transaction() as tx:
-                tx.execute("session_delete", {"token_hash": _hash(token)})
+    def session(self, request: Request) -> Session | None:
+        return current_session(self.services, request)
 
 
 class FormRefused(Exception):
@@ -234,12 +204,37 @@ def _optional_int(value: str | None, *, low: int = 0, high: int = 2**62) -> int 
     return number
 
 
+def _backfill(unit: str, number: int | None) -> Backfill:
+    """The add-group form's history: a number of days (none: the default) or articles, or all of it."""
+    if unit == "days":
+        return Backfill.chosen(days=number)
+    if unit == "articles":
+        return Backfill.chosen(articles=number)
+    if unit == "all" and number is None:
+        return Backfill.chosen(all_history=True)
+    raise ValueError("history: a number of days or of articles, or all of it with no number")
+
+
 def _query_int(request: Request, name: str, default: int, high: int) -> int:
     try:
         value = _optional_int(request.query_params.get(name), high=high)
     except ValueError:
         return default
     return default if value is None else value
+
+
+def _local_path(target: str) -> str:
+    """``target`` if it is a path on this site (where to go after signing in), else "": never another
+    site's address (an open redirect)."""
+    if (
+        target.startswith("/")
+        and not target.startswith(("//", "/\\"))
+        and len(target) < 1000
+        and target.isascii()
+        and target.isprintable()
+    ):
+        return target
+    return ""
 
 
 def refused(error: object) -> int:
@@ -256,15 +251,44 @@ def web_router(services: Services) -> APIRouter:
     def blocking(function: Any, *args: Any) -> Any:
         return run_in_threadpool(function, *args)
 
-    # -- public pages -----------------------------------------------------------------------------
+    # -- the catalog: the dashboard and the releases; private unless public_catalog ----------------
+
+    async def viewer(request: Request, *, counted: bool = True) -> Session | Response | None:
+        """Who looks at the catalog: their session (a user's page ``counted`` against their day, as an
+        API request is), None for anyone on a public catalog, or the response that sends them to sign
+        in or says their day's limit is reached. (Issue 18: the pages and NZBs were open to anyone who
+        could reach the coordinator.)"""
+        session: Session | None = await blocking(web.session, request)
+        if session is None:
+            if services.settings.public_catalog:
+                return None
+            target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+            return RedirectResponse("/login?" + urlencode({"next": target}), status_code=303)
+        if counted and session.user is not None:
+            try:
+                await blocking(services.users.count_request, session.user)
+            except LimitReached as reached:
+                return limit_page(request, reached)
+        return session
+
+    def limit_page(request: Request, reached: LimitReached) -> Response:
+        error = f"Your daily {reached}: it starts again at midnight UTC."
+        return web.render(request, "refused.html", status=429, error=error)
 
     @router.get("/", response_class=HTMLResponse)
     async def index(request: Request) -> Response:
+        # Not counted: the dashboard refreshes itself every 15 s (5,760 pages a day left open).
+        seen = await viewer(request, counted=False)
+        if isinstance(seen, Response):
+            return seen
         board = await blocking(dashboard, services)
         return web.render(request, "dashboard.html", board=board, ttl=services.settings.lease_ttl_seconds)
 
     @router.get("/releases", response_class=HTMLResponse)
     async def releases(request: Request) -> Response:
+        seen = await viewer(request)
+        if isinstance(seen, Response):
+            return seen
         q = (request.query_params.get("q") or "").strip()[:200]
         cat = _query_int(request, "cat", 0, 99_999)
         page = _query_int(request, "page", 1, 200)
@@ -294,6 +318,9 @@ def web_router(services: Services) -> APIRouter:
 
     @router.get("/releases/{guid}", response_class=HTMLResponse)
     async def release(request: Request, guid: str) -> Response:
+        seen = await viewer(request)
+        if isinstance(seen, Response):
+            return seen
         hit = await blocking(services.search.get, guid.lower())
         if hit is None:
             return web.render(request, "missing.html", status=404, what="release")
@@ -310,6 +337,9 @@ def web_router(services: Services) -> APIRouter:
 
     @router.get("/releases/{guid}/nzb")
     async def release_nzb(request: Request, guid: str) -> Response:
+        seen = await viewer(request)
+        if isinstance(seen, Response):
+            return seen
         row = await blocking(services.search.segments_row, guid.lower())
         if row is None:
             return web.render(request, "missing.html", status=404, what="release")
@@ -317,97 +347,126 @@ def web_router(services: Services) -> APIRouter:
             response = nzb_response(row, gzip_file=False, accept_gzip=False, base=base_url(services, request))
         except NewznabError:
             return web.render(request, "missing.html", status=404, what="NZB for this release")
-        await blocking(services.search.count_grab, int(row["id"]))
+        user = seen.user if seen is not None else None
+        if user is None:
+            await blocking(services.search.count_grab, int(row["id"]))
+            return response
+        try:
+            # The grab is counted with the download, in one transaction.
+            await blocking(services.users.count_download, user, int(row["id"]))
+        except LimitReached as reached:
+            return limit_page(request, reached)
         return response
 
-    # -- login ------------------------------------------------------------------------------------
+    # -- signing in and out: users at /login, the admin at /admin/login ---------------------------
 
-    @router.get("/admin/login", response_class=HTMLResponse)
-    async def login_form(request: Request) -> Response:
-        token = secrets.token_urlsafe(24)
-        response = web.render(
+    def login_page(
+        request: Request,
+        *,
+        admin: bool,
+        token: str,
+        status: int = 200,
+        error: str | None = None,
+        after: str = "",
+    ) -> HTMLResponse:
+        return web.render(
             request,
             "login.html",
+            status=status,
             login_csrf=token,
-            configured=bool(services.settings.admin_password_hash),
-            error=None,
+            admin_login=admin,
+            configured=not admin or bool(services.settings.admin_password_hash),
+            error=error,
+            after=after,
         )
+
+    def fresh_login_page(request: Request, *, admin: bool) -> Response:
+        token = secrets.token_urlsafe(24)
+        after = _local_path(request.query_params.get("next", ""))
+        response = login_page(request, admin=admin, token=token, after=after)
         response.set_cookie(LOGIN_COOKIE, token, httponly=True, samesite="strict", max_age=3600)
         return response
 
-    @router.post("/admin/login")
-    async def login(request: Request) -> Response:
+    @router.get("/login", response_class=HTMLResponse)
+    async def user_login_form(request: Request) -> Response:
+        return fresh_login_page(request, admin=False)
+
+    @router.get("/admin/login", response_class=HTMLResponse)
+    async def admin_login_form(request: Request) -> Response:
+        return fresh_login_page(request, admin=True)
+
+    async def sign_in(request: Request, *, admin: bool) -> Response:
+        """The login form's POST: its double-submit token checked, wrong passwords locked out per
+        client, the session opened."""
         cookie = request.cookies.get(LOGIN_COOKIE, "")
         try:
             form = await read_form(request)
         except FormRefused as refusal:
-            return web.render(
-                request,
-                "login.html",
-                status=refusal.status,
-                login_csrf=cookie,
-                configured=True,
-                error=f"Refused: {refusal.reason}.",
+            return login_page(
+                request, admin=admin, token=cookie, status=refusal.status, error=f"Refused: {refusal.reason}."
             )
+        after = _local_path(form.get("next", ""))
         sent = form.get("csrf", "")
         if not cookie or not hmac.compare_digest(cookie.encode(), sent.encode()):
-            return web.render(
-                request,
-                "login.html",
-                status=400,
-                login_csrf=cookie,
-                configured=True,
-                error="The form expired: load the login page again.",
-            )
+            error = "The form expired: load the login page again."
+            return login_page(request, admin=admin, token=cookie, status=400, error=error, after=after)
         client = request.client.host if request.client else "unknown"
         wait = lockout.locked(client)
         if wait > 0:
-            locked = web.render(
-                request,
-                "login.html",
-                status=429,
-                login_csrf=cookie,
-                configured=True,
-                error=f"Too many wrong passwords from {client}: try again in {wait:.0f} s.",
-            )
+            error = f"Too many wrong passwords from {client}: try again in {wait:.0f} s."
+            locked = login_page(request, admin=admin, token=cookie, status=429, error=error, after=after)
             locked.headers["Retry-After"] = str(max(1, round(wait)))
             return locked
-        made = await blocking(web.login, form.get("password", ""))
-        if made is None:
+        password = form.get("password", "")
+        user: ApiUser | None = None
+        if admin:
+            signed_in = await blocking(admin_password_ok, services, password)
+        else:
+            user = await blocking(services.users.check_password, form.get("name", "").strip(), password)
+            signed_in = user is not None
+        if not signed_in:
             locked_for = lockout.failed(client)
             if locked_for:
-                log.warning("admin.login_locked", client=client, seconds=locked_for)
-            return web.render(
-                request,
-                "login.html",
-                status=401,
-                login_csrf=cookie,
-                configured=bool(services.settings.admin_password_hash),
-                error="Wrong password."
-                + (f" Further tries from {client} wait {locked_for:.0f} s." if locked_for else ""),
+                log.warning("web.login_locked", client=client, seconds=locked_for, admin=admin)
+            error = ("Wrong password." if admin else "Wrong name or password.") + (
+                f" Further tries from {client} wait {locked_for:.0f} s." if locked_for else ""
             )
+            return login_page(request, admin=admin, token=cookie, status=401, error=error, after=after)
         lockout.succeeded(client)
-        token, _ = made
-        response = RedirectResponse("/admin/groups", status_code=303)
-        secure = request.url.scheme == "https"
-        hours = services.settings.web_session_hours
+        token = await blocking(open_session, services, user)
+        response = RedirectResponse("/admin/groups" if admin else after or "/releases", status_code=303)
         response.set_cookie(
-            SESSION_COOKIE, token, httponly=True, samesite="strict", secure=secure, max_age=int(hours * 3600)
+            SESSION_COOKIE,
+            token,
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+            max_age=int(services.settings.web_session_hours * 3600),
         )
         response.delete_cookie(LOGIN_COOKIE)
         return response
 
-    async def admin_form(request: Request) -> dict[str, str] | Response:
-        """The form of an admin POST, or the response that refuses it (no session, bad CSRF token)."""
+    @router.post("/login")
+    async def user_login(request: Request) -> Response:
+        return await sign_in(request, admin=False)
+
+    @router.post("/admin/login")
+    async def admin_login(request: Request) -> Response:
+        return await sign_in(request, admin=True)
+
+    async def session_form(request: Request, *, admin: bool) -> dict[str, str] | Response:
+        """The form of a POST made in a session (the admin's, for ``admin``), or the response that
+        refuses it (no such session, bad CSRF token)."""
         session = await blocking(web.session, request)
-        if session is None:
-            return RedirectResponse("/admin/login", status_code=303)
+        if session is None or (admin and not session.admin):
+            to_admin = admin or request.url.path.startswith("/admin/")
+            return RedirectResponse("/admin/login" if to_admin else "/login", status_code=303)
         try:
             form = await read_form(request)
         except FormRefused as refusal:
             reason = f"Refused: {refusal.reason}."
             return web.render(request, "refused.html", status=refusal.status, error=reason)
-        if not hmac.compare_digest(str(session["csrf"]).encode(), form.get("csrf", "").encode()):
+        if not hmac.compare_digest(session.csrf.encode(), form.get("csrf", "").encode()):
             return web.render(request, "missing.html", status=403, what="valid form token (reload the page)")
         if any("\x00" in key or "\x00" in value for key, value in form.items()):
             # PostgreSQL's text refuses NUL: a name with one was a 500 on the first query (found by
@@ -417,17 +476,21 @@ def web_router(services: Services) -> APIRouter:
             )
         return form
 
+    async def admin_form(request: Request) -> dict[str, str] | Response:
+        return await session_form(request, admin=True)
+
     async def admin_page(request: Request) -> Response | None:
-        if await blocking(web.session, request) is None:
+        if await blocking(admin_session, services, request) is None:
             return RedirectResponse("/admin/login", status_code=303)
         return None
 
+    @router.post("/logout")
     @router.post("/admin/logout")
     async def logout(request: Request) -> Response:
-        form = await admin_form(request)
+        form = await session_form(request, admin=False)
         if isinstance(form, Response):
             return form
-        await blocking(web.logout, request)
+        await blocking(close_session, services, request)
         response = RedirectResponse("/", status_code=303)
         response.delete_cookie(SESSION_COOKIE)
         return response
@@ -441,7 +504,13 @@ def web_router(services: Services) -> APIRouter:
     async def groups_page(request: Request, message: str | None = None, error: str | None = None) -> Response:
         board = await blocking(dashboard, services)
         return web.render(
-            request, "admin_groups.html", refused(error), board=board, message=message, error=error
+            request,
+            "admin_groups.html",
+            refused(error),
+            board=board,
+            message=message,
+            error=error,
+            default_backfill_days=f"{DEFAULT_BACKFILL_DAYS:g}",
         )
 
     @router.get("/admin/groups", response_class=HTMLResponse)
@@ -457,9 +526,11 @@ def web_router(services: Services) -> APIRouter:
         name = form.get("name", "").strip()
         try:
             if action == "add":
-                backfill = _optional_int(form.get("backfill"))
-                await blocking(lambda: services.groups.add(name, backfill_articles=backfill))
-                return await groups_page(request, message=f"Group {name} added.")
+                backfill = _backfill(form.get("backfill_unit", "days"), _optional_int(form.get("backfill")))
+                await blocking(lambda: services.groups.add(name, backfill=backfill))
+                return await groups_page(
+                    request, message=f"Group {name} added: history back to {backfill.describe()}."
+                )
             if action in ("enable", "disable"):
                 await blocking(services.groups.set_enabled, name, action == "enable")
                 return await groups_page(request, message=f"Group {name} {action}d.")

@@ -46,6 +46,9 @@ DEMO_SETTINGS = {
     "planner_period_seconds": 3.0,
     "probe_period_seconds": 2.0,
     "prefetch_idle_seconds": 0.5,
+    # Sample data on loopback: the catalog is open, to look at without an account (a real indexer's
+    # is private: users sign in).
+    "public_catalog": True,
 }
 NEWZNAB = "{http://www.newznab.com/DTD/2010/feeds/attributes/}"
 
@@ -157,7 +160,7 @@ def show_results(local: LocalRun, view: View, key: str, data_dir: Path) -> None:
         lines = [
             "",
             "The sample groups are indexed (sample data from a generator, not Usenet).",
-            f"  web UI:          {local.url}/",
+            f"  web UI:          {local.url}/   (the demo's catalog is open; a real one takes a sign-in)",
             f"  newznab search:  {search}   ({total} results)",
             f"  newznab API key: {key}   (user {DEMO_USER}; Sonarr, Radarr, Prowlarr: add a Newznab "
             f"indexer with URL {local.url} and this key)",

@@ -30,7 +30,7 @@ from usenet_indexer.coordinator.web import TEMPLATES
 GROUP = "alt.binaries.fuzz"
 # The POST forms and their fields (what the templates send); the test below keeps this list whole.
 FORMS: dict[str, tuple[str, ...]] = {
-    "/admin/groups": ("action", "name", "backfill", "low", "high"),
+    "/admin/groups": ("action", "name", "backfill", "backfill_unit", "low", "high"),
     "/admin/ranges/{range_id}/retry": ("back",),
     "/admin/nodes": ("action", "name"),
     "/admin/users": ("action", "name", "requests_per_day", "downloads_per_day"),
@@ -83,6 +83,7 @@ OWN: dict[str, dict[str, st.SearchStrategy[str]]] = {
         "action": st.sampled_from(["add", "enable", "disable", "plan"]),
         "name": st.sampled_from([GROUP, "alt.binaries.new"]),
         "backfill": NUMBER,
+        "backfill_unit": st.sampled_from(["days", "articles", "all"]),
         "low": NUMBER,
         "high": NUMBER,
     },

@@ -17,8 +17,8 @@ def run(database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # 
     monkeypatch.chdir(tmp_path)
     runner = CliRunner()
 
-    def invoke(*args: str, code: int = 0) -> str:
-        result = runner.invoke(app, list(args))
+    def invoke(*args: str, code: int = 0, input: str | None = None) -> str:
+        result = runner.invoke(app, list(args), input=input)
         assert result.exit_code == code, result.output
         return result.output
 
@@ -62,6 +62,26 @@ def test_users_key_replaces_the_old_key(run) -> None:  # type: ignore[no-untyped
     second = run("users", "key", "carol").splitlines()[0]
     assert first != second and len(second) == 32
     assert "no user nobody" in run("users", "key", "nobody", code=1)
+
+
+def test_users_passwords_for_the_web_ui(run, database_url: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from tests.support.store import services_for
+
+    password = "dana's password, long enough"
+    run("users", "add", "dana", "--password", input=f"{password}\n{password}\n")
+    assert "at least 12 characters" in run("users", "passwd", "dana", input="short\nshort\n", code=1)
+    assert "no user nobody" in run("users", "passwd", "nobody", input=f"{password}\n{password}\n", code=1)
+    services = services_for(database_url, tmp_path)
+    try:
+        assert services.users.check_password("dana", password) is not None
+        assert services.users.check_password("dana", password + "x") is None
+        run("users", "passwd", "dana", input="a new one for dana\na new one for dana\n")
+        assert services.users.check_password("dana", password) is None
+        assert services.users.check_password("dana", "a new one for dana") is not None
+        run("users", "disable", "dana")
+        assert services.users.check_password("dana", "a new one for dana") is None
+    finally:
+        services.close()
 
 
 def test_run_needs_a_news_server(run) -> None:  # type: ignore[no-untyped-def]

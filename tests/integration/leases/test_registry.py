@@ -7,6 +7,7 @@ import pytest
 from tests.support.store import query
 from usenet_indexer.coordinator.groups import GroupError
 from usenet_indexer.coordinator.nodes import NodeDisabled, NodeError, Unauthorized, hash_token
+from usenet_indexer.coordinator.planning import Backfill
 from usenet_indexer.coordinator.services import Services
 
 
@@ -42,7 +43,7 @@ def test_node_names_are_checked(services: Services) -> None:
 
 
 def test_groups_are_listed_with_range_counts(services: Services, node: int) -> None:
-    services.groups.add("alt.binaries.a", backfill_articles=2_500)
+    services.groups.add("alt.binaries.a", backfill=Backfill(articles=2_500))
     with pytest.raises(GroupError, match="already added"):
         services.groups.add("alt.binaries.a")
     with pytest.raises(GroupError, match="not a newsgroup name"):

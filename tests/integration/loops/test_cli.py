@@ -48,6 +48,25 @@ def test_backfill_targets(run, tmp_path: Path) -> None:  # type: ignore[no-untyp
     assert code == 1 and "days > 0" in out
 
 
+def test_a_bare_add_backfills_a_week_not_the_whole_retention(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    code, out = run("groups", "add", "alt.binaries.a")
+    assert code == 0, out
+    assert "posted in the last 7 days" in out and "--all-history" in out
+    row = group(tmp_path, "alt.binaries.a")
+    assert (row["backfill_articles"], row["backfill_days"], row["backfill_since"]) == (None, 7.0, None)
+    code, out = run("groups", "add", "alt.binaries.b", "--all-history")
+    assert code == 0 and "all of the history" in out, out
+    row = group(tmp_path, "alt.binaries.b")
+    assert (row["backfill_articles"], row["backfill_days"], row["backfill_since"]) == (None, None, None)
+    code, out = run("groups", "add", "alt.binaries.c", "--all-history", "--backfill-days", "3")
+    assert code == 1 and "not both" in out
+    code, out = run("groups", "backfill", "alt.binaries.a")
+    assert code == 1 and "--all-history" in out
+    code, out = run("groups", "backfill", "alt.binaries.a", "--all-history")
+    assert code == 0, out
+    assert group(tmp_path, "alt.binaries.a")["backfill_days"] is None
+
+
 def test_reindex_without_stored_ranges_says_why(run) -> None:  # type: ignore[no-untyped-def]
     run("groups", "add", "alt.binaries.a")
     code, out = run("reindex", "alt.binaries.a")

@@ -27,7 +27,8 @@ import pytest
 from tests.support import inn2 as support
 from tests.support.loops import group_row, news_service, prefetch_all, ranges_of, stored_lines
 from usenet_indexer.articles import chunk_spans
-from usenet_indexer.coordinator.planner import Planner, set_backfill
+from usenet_indexer.coordinator.planner import Planner
+from usenet_indexer.coordinator.planning import Backfill
 from usenet_indexer.coordinator.prefetcher import Prefetcher
 from usenet_indexer.coordinator.services import Services
 from usenet_indexer.wire.chunks import inflate_chunk
@@ -107,7 +108,7 @@ async def test_backfill_by_date_against_inn2(services: Services, inn2: None) -> 
         )
     assert await asyncio.to_thread(support.post_articles, group, articles) == hours
     services.groups.add(group)
-    set_backfill(services.db, group, days=5)
+    services.groups.set_backfill(group, Backfill(days=5))
     news = news_service(support.HOST, support.PLAIN_PORT, timeout=30.0)
     try:
         [outcome] = await asyncio.to_thread(Planner(services, news, clock=now.timestamp).plan_all)

@@ -13,8 +13,8 @@ import pytest
 from tests.support.fake_nntp import FakeNNTPServer, Script, fill_group
 from tests.support.loops import group_row, news_service, ranges_of
 from usenet_indexer.coordinator.news import NewsService
-from usenet_indexer.coordinator.planner import Planner, first_on_or_after, set_backfill
-from usenet_indexer.coordinator.planning import TAIL_PRIORITY
+from usenet_indexer.coordinator.planner import Planner, first_on_or_after
+from usenet_indexer.coordinator.planning import TAIL_PRIORITY, Backfill
 from usenet_indexer.coordinator.services import Services
 from usenet_indexer.nntp.fake_server import overview_line
 
@@ -182,7 +182,7 @@ async def test_backfill_by_date_is_found_by_binary_search(
     lines = [line for line in lines if not 1000 <= int(line.split(b"\t")[0]) < 1500]
     server.add_group(A, lines)
     services.groups.add(A)
-    set_backfill(services.db, A, days=2.0)  # 2880 minutes: articles from 5000 - 2880 = 2120 on
+    services.groups.set_backfill(A, Backfill(days=2.0))  # 2880 minutes: articles from 5000 - 2880 = 2120 on
     planner = Planner(services, news, clock=now.timestamp)
     probes_before = sum(1 for c in server.commands if c.startswith("OVER"))
     await asyncio.to_thread(planner.plan_all)
@@ -198,7 +198,7 @@ async def test_backfill_by_date_is_found_by_binary_search(
 
     # A target further back plans more history, down to it. Article 1201 (posted then) is in the hole:
     # any number from 1000 (after the last older article) to 1500 (the first newer one) is a boundary.
-    set_backfill(services.db, A, since=start + timedelta(minutes=1200))
+    services.groups.set_backfill(A, Backfill(since=start + timedelta(minutes=1200)))
     await asyncio.to_thread(planner.plan_all)
     target = group_row(services, A)["backfill_article"]
     assert 1000 <= target <= 1500
@@ -228,7 +228,9 @@ async def test_a_group_whose_server_stalls_is_marked_and_the_others_go_on(
     fill_group(server, C, 1, 500)
     services.groups.add(A)
     services.groups.add(C)
-    set_backfill(services.db, A, days=1.0)  # A needs OVER (the date search); the server stalls on it
+    services.groups.set_backfill(
+        A, Backfill(days=1.0)
+    )  # A needs OVER (the date search); the server stalls on it
     server.script.stall_mid_reply = 10_000
     news = news_service("127.0.0.1", server.port, timeout=0.3)
     try:

@@ -1,7 +1,7 @@
 """The web UI in headless Chromium (Debian's ``chromium``, driven by playwright's Python package; no
-browser is downloaded): the dashboard shows live figures, a search finds an indexed release and its NZB
-link downloads, an admin logs in and retries a failed range and adds a user. Screenshots go to
-``test-artifacts/``.
+browser is downloaded): a user signs in (the catalog is private), the dashboard shows live figures, a
+search finds an indexed release and its NZB link downloads, an admin logs in and retries a failed range
+and adds a user. Screenshots go to ``test-artifacts/``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from usenet_indexer.coordinator.services import Services
 pytestmark = pytest.mark.slow
 
 CHROMIUM = "/usr/bin/chromium"
+READER_PASSWORD = "a reader's password for the browser test"
 ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts"
 FLAGS = [
     "--headless",
@@ -78,9 +79,17 @@ def test_dashboard_search_download_and_admin_in_chromium(filled: Services, page:
     assert isinstance(page, Page)
     failed = live_figures(filled)
     hit = filled.search.search(SearchQuery(categories=(2000,), limit=1)).hits[0]
+    filled.users.add("reader", password=READER_PASSWORD)
     with live_coordinator(filled) as url:
-        # The dashboard with live figures.
+        # The catalog is private: a user signs in, and comes back to the page they asked for.
         page.goto(url + "/")
+        expect(page.locator("h1")).to_have_text("Sign in")
+        page.fill("input[name=name]", "reader")
+        page.fill("input[name=password]", READER_PASSWORD)
+        page.click("button:has-text('Sign in')")
+        expect(page.locator("#signed-in")).to_have_text("reader")
+        assert page.url == url + "/"
+        # The dashboard with live figures.
         expect(page.locator("#card-workers .value")).to_have_text("1")
         expect(page.locator("#card-rate .value")).to_have_text("500")  # 150,000 headers over 5 min
         releases = query(filled.db, "SELECT count(*) AS n FROM releases")[0]["n"]
@@ -109,6 +118,9 @@ def test_dashboard_search_download_and_admin_in_chromium(filled: Services, page:
         assert content.startswith(b"<?xml")
         assert b"<segment " in content
         assert filled.search.get(hit.guid).grabs == 1  # type: ignore[union-attr]
+        reader = next(u for u in filled.users.all() if u.name == "reader")
+        # Counted: the releases page, the search, the NZB (not the dashboard, which refreshes itself).
+        assert (reader.downloads_today, reader.requests_today) == (1, 3)
 
         # An admin logs in, retries the failed range from the dashboard and adds a user.
         page.goto(url + "/admin/login")

@@ -27,7 +27,8 @@ def csrf_of(html: str) -> str:
 
 def log_in(client: TestClient) -> str:
     page = client.get("/admin/login")
-    response = client.post("/admin/login", data={"csrf": csrf_of(page.text), "password": ADMIN_PASSWORD})
+    form = page.text[page.text.index('action="/admin/login"') :]  # not the header's sign-out form
+    response = client.post("/admin/login", data={"csrf": csrf_of(form), "password": ADMIN_PASSWORD})
     assert response.status_code == 200, response.text  # followed the 303 to the groups page
     return csrf_of(response.text)
 
@@ -83,7 +84,8 @@ def test_search_page_finds_and_downloads(filled: Services, client: TestClient) -
     assert client.get("/releases", params={"page": "-3", "cat": "x", "q": "\x00"}).status_code == 200
 
 
-def test_admin_pages_need_the_login(services: Services, client: TestClient) -> None:
+def test_admin_pages_need_the_login(services: Services, anonymous: TestClient) -> None:
+    client = anonymous  # the admin's tests: no user signed in
     for path in ("/admin/groups", "/admin/nodes", "/admin/users", "/admin/rules"):
         response = client.get(path, follow_redirects=False)
         assert response.status_code == 303
@@ -98,7 +100,8 @@ def test_admin_pages_need_the_login(services: Services, client: TestClient) -> N
     assert no_token.status_code == 400
 
 
-def test_admin_actions_with_csrf(services: Services, client: TestClient) -> None:
+def test_admin_actions_with_csrf(services: Services, anonymous: TestClient) -> None:
+    client = anonymous  # the admin's tests: no user signed in
     csrf = log_in(client)
     forged = client.post("/admin/users", data={"action": "add", "name": "eve", "csrf": "forged"})
     assert forged.status_code == 403
@@ -111,7 +114,14 @@ def test_admin_actions_with_csrf(services: Services, client: TestClient) -> None
     assert services.users.authenticate(key.group(1)).name == "carol"
     client.post("/admin/users", data={"action": "disable", "name": "carol", "csrf": csrf})
     assert not services.users.all()[0].enabled
-    client.post("/admin/groups", data={"action": "add", "name": "alt.binaries.web", "csrf": csrf})
+    added = client.post("/admin/groups", data={"action": "add", "name": "alt.binaries.web", "csrf": csrf})
+    assert "history back to articles posted in the last 7 days" in added.text
+    assert services.groups.get("alt.binaries.web")["backfill_days"] == 7.0
+    every = {"action": "add", "name": "alt.binaries.all", "backfill_unit": "all", "csrf": csrf}
+    assert "all of the history" in client.post("/admin/groups", data=every).text
+    assert services.groups.get("alt.binaries.all")["backfill_days"] is None
+    both = {**every, "name": "alt.binaries.both", "backfill": "9"}
+    assert "all of it with no number" in client.post("/admin/groups", data=both).text
     planned = client.post(
         "/admin/groups",
         data={"action": "plan", "name": "alt.binaries.web", "low": "1", "high": "2500", "csrf": csrf},
@@ -182,7 +192,8 @@ def query_hashes(database_url: str) -> list[str]:
         db.close()
 
 
-def test_an_oversized_or_unreadable_form_is_refused_with_its_reason(client: TestClient) -> None:
+def test_an_oversized_or_unreadable_form_is_refused_with_its_reason(anonymous: TestClient) -> None:
+    client = anonymous  # the admin's tests: no user signed in
     # Both were read as an empty form, refused as "invalid form token": the wrong reason.
     csrf = log_in(client)
     big = client.post(
@@ -209,8 +220,9 @@ def test_an_oversized_or_unreadable_form_is_refused_with_its_reason(client: Test
     assert "x" * 100 not in added.text
 
 
-def test_wrong_passwords_lock_a_client_out_even_from_the_right_one(client: TestClient) -> None:
+def test_wrong_passwords_lock_a_client_out_even_from_the_right_one(anonymous: TestClient) -> None:
     """Issue 15.4: 42 guesses a second from one client, then the right password still accepted."""
+    client = anonymous  # the admin's tests: no user signed in
     from usenet_indexer.coordinator.lockout import FREE_FAILURES
 
     page = client.get("/admin/login")

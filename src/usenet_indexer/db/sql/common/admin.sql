@@ -1,8 +1,8 @@
 -- Groups, ranges and nodes as operators see and change them.
 
 -- name: group_insert
-INSERT INTO groups (name, backfill_articles, capture, created_at)
-VALUES (:name, :backfill_articles, :capture, {now})
+INSERT INTO groups (name, backfill_articles, backfill_days, backfill_since, capture, created_at)
+VALUES (:name, :backfill_articles, :backfill_days, :backfill_since, :capture, {now})
 RETURNING id
 
 -- name: group_by_name

@@ -1,8 +1,8 @@
--- Users of the newznab API: keys (hashes), daily limits and usage; the web UI's admin sessions.
+-- Users of the newznab API: keys (hashes), daily limits and usage; web UI sessions (the admin's, users').
 
 -- name: user_insert
-INSERT INTO users (name, api_key_hash, requests_per_day, downloads_per_day, created_at)
-VALUES (:name, :api_key_hash, :requests_per_day, :downloads_per_day, {now})
+INSERT INTO users (name, api_key_hash, password_hash, requests_per_day, downloads_per_day, created_at)
+VALUES (:name, :api_key_hash, :password_hash, :requests_per_day, :downloads_per_day, {now})
 RETURNING id
 
 -- name: user_by_name
@@ -14,6 +14,13 @@ WHERE api_key_hash = :api_key_hash
 
 -- name: user_set_key
 UPDATE users SET api_key_hash = :api_key_hash WHERE name = :name RETURNING id
+
+-- name: user_set_password
+UPDATE users SET password_hash = :password_hash WHERE name = :name RETURNING id
+
+-- name: user_sessions_delete
+-- A new password ends the sessions the old one opened.
+DELETE FROM web_sessions WHERE user_id = :user_id
 
 -- name: user_set_enabled
 UPDATE users SET enabled = :enabled WHERE name = :name RETURNING id
@@ -55,11 +62,15 @@ UPDATE users SET last_seen_at = {now} WHERE id = :user_id
 UPDATE releases SET grabs = grabs + 1 WHERE id = :id
 
 -- name: session_insert
-INSERT INTO web_sessions (token_hash, csrf, created_at, expires_at)
-VALUES (:token_hash, :csrf, {now}, {now} + :ttl)
+INSERT INTO web_sessions (token_hash, csrf, user_id, created_at, expires_at)
+VALUES (:token_hash, :csrf, :user_id, {now}, {now} + :ttl)
 
 -- name: session_get
-SELECT token_hash, csrf, expires_at FROM web_sessions WHERE token_hash = :token_hash AND expires_at > {now}
+-- A user's session ends with the user: disabled or gone, the join says so.
+SELECT s.token_hash, s.csrf, s.expires_at, s.user_id, u.name, u.enabled, u.requests_per_day,
+       u.downloads_per_day
+FROM web_sessions s LEFT JOIN users u ON u.id = s.user_id
+WHERE s.token_hash = :token_hash AND s.expires_at > {now}
 
 -- name: session_delete
 DELETE FROM web_sessions WHERE token_hash = :token_hash

@@ -522,7 +522,8 @@ CREATE TABLE public.users (
     requests_per_day integer,
     downloads_per_day integer,
     created_at double precision NOT NULL,
-    last_seen_at double precision
+    last_seen_at double precision,
+    password_hash text
 );
 
 CREATE SEQUENCE public.users_id_seq
@@ -538,7 +539,8 @@ CREATE TABLE public.web_sessions (
     token_hash text NOT NULL,
     csrf text NOT NULL,
     created_at double precision NOT NULL,
-    expires_at double precision NOT NULL
+    expires_at double precision NOT NULL,
+    user_id integer
 );
 
 ALTER TABLE ONLY public.batch_log ALTER COLUMN id SET DEFAULT nextval('public.batch_log_id_seq'::regclass);
@@ -676,6 +678,8 @@ CREATE INDEX releases_tvdbid ON public.releases USING btree (tvdbid) WHERE (tvdb
 CREATE INDEX snapshot_log_lane ON public.snapshot_log USING btree (group_id, lane, epoch, next);
 
 CREATE INDEX web_sessions_expires ON public.web_sessions USING btree (expires_at);
+
+CREATE INDEX web_sessions_user ON public.web_sessions USING btree (user_id);
 
 ALTER TABLE ONLY public.api_usage
     ADD CONSTRAINT api_usage_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;

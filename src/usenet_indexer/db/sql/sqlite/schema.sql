@@ -277,7 +277,7 @@ CREATE TABLE users (
 	requests_per_day INTEGER, 
 	downloads_per_day INTEGER, 
 	created_at DOUBLE NOT NULL, 
-	last_seen_at DOUBLE, 
+	last_seen_at DOUBLE, password_hash TEXT, 
 	PRIMARY KEY (id), 
 	UNIQUE (name), 
 	UNIQUE (api_key_hash)
@@ -287,7 +287,7 @@ CREATE TABLE web_sessions (
 	token_hash TEXT NOT NULL, 
 	csrf TEXT NOT NULL, 
 	created_at DOUBLE NOT NULL, 
-	expires_at DOUBLE NOT NULL, 
+	expires_at DOUBLE NOT NULL, user_id INTEGER, 
 	PRIMARY KEY (token_hash)
 );
 
@@ -328,3 +328,5 @@ CREATE INDEX releases_tvdbid ON releases (tvdbid) WHERE tvdbid IS NOT NULL;
 CREATE INDEX snapshot_log_lane ON snapshot_log (group_id, lane, epoch, next);
 
 CREATE INDEX web_sessions_expires ON web_sessions (expires_at);
+
+CREATE INDEX web_sessions_user ON web_sessions (user_id);
