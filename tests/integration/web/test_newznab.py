@@ -602,3 +602,45 @@ def test_multi_episode_and_daily_season_searches(
     assert found(season="1", ep="1") == ["Harbor.Watch.S01E01E02.1080p.WEB.h264-GRP"]
     assert found(season="1", ep="3") == []
     assert found(season="2024") == ["Harbor.Watch.2024.05.12.720p.HDTV.x264-GRP"]
+
+
+NAMES_IN_SCRIPTS = [
+    "Фильм.Москва.2024.1080p.WEB.h264-GRP",  # Cyrillic
+    "Ταινία.Αθήνα.2023.720p.BluRay.x264-GRP",  # Greek
+    "映画.東京物語.1953.1080p.BluRay.x264-GRP",  # CJK
+    "فيلم.القاهرة.2022.1080p.WEB-DL-GRP",  # Arabic, right to left
+    "סרט.ירושלים.2021.720p.HDTV.x264-GRP",  # Hebrew
+    "Ταινία & 映画 <mixed> \"quoted\"; 'single' 2024 🎬",  # markup characters, an emoji
+]
+
+
+def test_names_in_any_script_survive_t_get_into_an_independent_parser(
+    services: Services, client: TestClient, api_key: str
+) -> None:
+    """Issue 18: NZBs of names in several scripts, fetched through t=get as SABnzbd and NZBGet fetch
+    them and read back with `nzb` (an NZB parser written apart from ours): the title, each file and
+    each segment as the catalog holds them."""
+    from nzb import Nzb
+
+    from tests.support.catalog import fill_catalog
+    from tests.support.store import query
+    from usenet_indexer.indexing import unpack_segments
+
+    fill_catalog(services, "alt.binaries.scripts", releases=2 * len(NAMES_IN_SCRIPTS))
+    keys = [r["key"] for r in query(services.db, "SELECT key FROM releases ORDER BY id")]
+    assert len(keys) >= len(NAMES_IN_SCRIPTS)
+    for name, guid in zip(NAMES_IN_SCRIPTS, keys, strict=False):
+        query(services.db, "UPDATE releases SET name = :n WHERE key = :k", {"n": name, "k": guid})
+        response = client.get("/api", params={"t": "get", "apikey": api_key, "id": guid})
+        assert response.status_code == 200, response.text
+        parsed = Nzb.from_str(response.content.decode("utf-8"))
+        assert parsed.meta.title == name
+        row = services.search.segments_row(guid)
+        assert row is not None
+        stored = unpack_segments(bytes(row["segments"]))
+        assert len(parsed.files) == len(stored)
+        assert parsed.size == sum(f.size for f in stored)
+        want = {(s.part, s.size, s.message_id) for f in stored for s in f.segments()}
+        got = {(s.number, s.size, s.message_id) for f in parsed.files for s in f.segments}
+        assert got == want
+        assert set(parsed.groups) == {"alt.binaries.scripts"}
