@@ -1,11 +1,18 @@
 """What the web UI's dashboard shows, read from the store in one transaction: each group's tail and
-history progress, ranges by status, live workers and their headers/s, leases, failed ranges, the
-catalog's size and the spool's."""
+history progress and headers/s over the last hour (coordinator/charts.py), ranges by status, live
+workers and their headers/s, leases, failed ranges, the catalog's size and the spool's."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from usenet_indexer.coordinator.charts import (
+    CHART_WINDOW_SECONDS,
+    RateSeries,
+    Work,
+    rate_chart_svg,
+    rate_series,
+)
 from usenet_indexer.coordinator.groups import GroupSummary
 from usenet_indexer.coordinator.services import Services
 from usenet_indexer.db import Row
@@ -31,6 +38,12 @@ class GroupProgress:
     summary: GroupSummary
     tail: LaneProgress
     history: LaneProgress
+    rate: RateSeries
+
+    @property
+    def chart(self) -> str:
+        """The SVG of :attr:`rate`, escaped throughout: the template writes it out as it is."""
+        return rate_chart_svg(self.summary.name, self.rate)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,12 +83,22 @@ def dashboard(services: Services) -> Dashboard:
     ttl = services.settings.lease_ttl_seconds
     summaries = services.groups.summaries()
     with services.db.transaction(write=False) as tx:
+        clock = tx.one("database_now")
+        assert clock is not None
+        now = float(clock["now"])
         lanes = tx.run("dashboard_lanes")
+        work = tx.run("dashboard_group_work", {"since": now - CHART_WINDOW_SECONDS})
         workers = tx.run("dashboard_workers", {"ttl": ttl, "window": RATE_WINDOW_SECONDS})
         leases = tx.run("dashboard_leases")
         failed = tx.run("dashboard_failed")
         catalog = tx.one("dashboard_catalog")
     assert catalog is not None
+    by_group: dict[int, list[Work]] = {}
+    for b in work:
+        began = b["began_at"]
+        by_group.setdefault(int(b["group_id"]), []).append(
+            Work(int(b["headers"]), float(b["stored_at"]), None if began is None else float(began))
+        )
     progress: dict[tuple[int, str], LaneProgress] = {
         (int(r["group_id"]), str(r["lane"])): LaneProgress(
             int(r["ranges"]), int(r["articles"]), int(r["read"])
@@ -102,12 +125,13 @@ def dashboard(services: Services) -> Dashboard:
     except OSError:
         spool = 0
     return Dashboard(
-        now=float(catalog["now"]),
+        now=now,
         groups=[
             GroupProgress(
                 g,
                 progress.get((g.id, "tail"), LaneProgress()),
                 progress.get((g.id, "history"), LaneProgress()),
+                rate_series(by_group.get(g.id, ()), now),
             )
             for g in summaries
         ],

@@ -21,6 +21,22 @@ SELECT n.id, n.name, n.enabled, n.last_seen_at, {now} AS now,
 FROM nodes n
 ORDER BY n.name
 
+-- name: dashboard_group_work
+-- The batches stored after :since (the chart's hour: charts.py), with their group and when their
+-- headers began to be read: at the batch before them in the same lease (range and epoch), else at the
+-- lease's grant, else not known (NULL). :since is a value, not the clock: with it both planners read
+-- each node's (node_id, stored_at) index (batch_log_node_stored; nodes are never deleted) instead of
+-- the whole log, and PostgreSQL's estimate comes from the column's statistics.
+SELECT r.group_id, b.headers, b.stored_at,
+       COALESCE(
+           (SELECT p.stored_at FROM batch_log p
+            WHERE p.range_id = b.range_id AND p.epoch = b.epoch AND p.from_id < b.from_id
+            ORDER BY p.from_id DESC LIMIT 1),
+           (SELECT l.granted_at FROM lease_log l WHERE l.range_id = b.range_id AND l.epoch = b.epoch)
+       ) AS began_at
+FROM batch_log b JOIN ranges r ON r.id = b.range_id
+WHERE b.node_id IN (SELECT id FROM nodes) AND b.stored_at > :since
+
 -- name: dashboard_leases
 SELECT r.id, g.name AS group_name, n.name AS node_name, r.start_id, r.end_id, r.next_id, r.epoch,
        r.leased_at, r.heartbeat_at, {now} AS now
