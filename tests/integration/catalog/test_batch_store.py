@@ -50,7 +50,16 @@ def store(db: Database, body: bytes) -> None:
 
 def add_group(db: Database) -> None:
     with db.transaction() as tx:
-        tx.run("group_insert", {"name": GROUP, "backfill_articles": None, "capture": False})
+        tx.run(
+            "group_insert",
+            {
+                "name": GROUP,
+                "backfill_articles": None,
+                "backfill_days": None,
+                "backfill_since": None,
+                "capture": False,
+            },
+        )
 
 
 def test_a_new_release_keeps_the_posted_blob(db: Database) -> None:

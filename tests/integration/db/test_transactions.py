@@ -20,7 +20,16 @@ QUEUED = 3000  # results of ~25 bytes each: several times the server's output bu
 
 def _group(db: Database) -> int:
     with db.transaction() as tx:
-        row = tx.one("group_insert", {"name": "a.b.c", "backfill_articles": None, "capture": False})
+        row = tx.one(
+            "group_insert",
+            {
+                "name": "a.b.c",
+                "backfill_articles": None,
+                "backfill_days": None,
+                "backfill_since": None,
+                "capture": False,
+            },
+        )
     assert row is not None
     return int(row["id"])
 
@@ -51,7 +60,16 @@ def test_an_error_in_a_queued_statement_still_fails_the_transaction(db: Database
     def duplicate_behind_an_update() -> None:
         with db.transaction() as tx:
             tx.execute("group_set_error", {"group_id": group_id, "error": "kept?"})
-            tx.execute("group_insert", {"name": "a.b.c", "backfill_articles": None, "capture": False})
+            tx.execute(
+                "group_insert",
+                {
+                    "name": "a.b.c",
+                    "backfill_articles": None,
+                    "backfill_days": None,
+                    "backfill_since": None,
+                    "capture": False,
+                },
+            )
             tx.run("group_by_name", {"name": "a.b.c"})
 
     # Each driver's IntegrityError: a second group of the same name, wherever it was queued.
