@@ -12,7 +12,7 @@ import typer.core
 
 from usenet_indexer.coordinator.planning import DEFAULT_BACKFILL_DAYS, Backfill, BackfillError
 from usenet_indexer.logs import configure_logging
-from usenet_indexer.settings import Settings, load_settings
+from usenet_indexer.settings import Settings, load_settings, settings_problem
 
 if TYPE_CHECKING:
     from usenet_indexer.coordinator.services import Services
@@ -81,9 +81,12 @@ def main_options(
     log_format: Annotated[str | None, typer.Option(help="auto, console or json")] = None,
     log_level: Annotated[str | None, typer.Option(help="DEBUG, INFO, WARNING, …")] = None,
 ) -> None:
-    settings = load_settings(
-        config, database_url=database_url, data_dir=data_dir, log_format=log_format, log_level=log_level
-    )
+    try:
+        settings = load_settings(
+            config, database_url=database_url, data_dir=data_dir, log_format=log_format, log_level=log_level
+        )
+    except ValueError as error:  # pydantic's ValidationError is one
+        fail(f"settings: {settings_problem(error)}")
     configure_logging(settings.log_level, settings.log_format)
     ctx.obj = settings
 
@@ -553,7 +556,7 @@ def with_options(ctx: typer.Context, **given: object) -> Settings:
         try:
             settings = Settings.model_validate({**settings.model_dump(), **given})
         except ValueError as error:
-            fail(f"settings: {error}")
+            fail(f"settings: {settings_problem(error)}")
         ctx.find_root().obj = settings
     return settings
 

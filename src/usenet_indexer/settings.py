@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -249,6 +249,23 @@ def _config_file() -> Path | None:
             raise FileNotFoundError(f"USENET_INDEXER_CONFIG names {path}, which is not a file")
         return path
     return DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.is_file() else None
+
+
+def settings_problem(error: ValueError) -> str:
+    """A settings error as one line per problem, the way a person reads it: ``name: why (given: …)``
+    (pydantic's own text adds a traceback's worth of types and links)."""
+    if not isinstance(error, ValidationError):
+        return str(error)
+    lines = []
+    for problem in error.errors(include_url=False):
+        where = ".".join(str(part) for part in problem["loc"])
+        why = str(problem["msg"]).removeprefix("Value error, ")
+        given = problem.get("input")
+        secret = any(word in where for word in ("password", "secret", "key", "token"))
+        hidden = secret or isinstance(given, dict) or given is None
+        shown = "" if hidden else f" (given: {str(given)[:80]!r})"
+        lines.append(f"{where}: {why}{shown}" if where else why)
+    return "; ".join(lines)
 
 
 def load_settings(config: Path | None = None, **overrides: Any) -> Settings:

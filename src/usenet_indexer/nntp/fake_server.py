@@ -162,6 +162,7 @@ class FakeNNTPServer:
         self._tasks: set[asyncio.Task[None]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
         self.stopping = asyncio.Event()
+        self.stopped = asyncio.Event()
 
     # -- content ---------------------------------------------------------------------------------
 
@@ -194,6 +195,7 @@ class FakeNNTPServer:
         if self._server is not None:
             await self._server.wait_closed()
             self._server = None
+        self.stopped.set()
 
     async def __aenter__(self) -> FakeNNTPServer:
         await self.start()

@@ -438,7 +438,9 @@ class SampleServer:
             self.port = server.port
             self.feed.start_live()
             self._ready.set()
-            await server.stopping.wait()
+            # Not ``stopping``: the loop would end, cancelling stop() itself and the sessions it is
+            # still closing (CI, a teardown: CancelledError from stop's future).
+            await server.stopped.wait()
 
         asyncio.run(serve())
 

@@ -87,3 +87,16 @@ def test_users_passwords_for_the_web_ui(run, database_url: str, tmp_path: Path) 
 def test_run_needs_a_news_server(run) -> None:  # type: ignore[no-untyped-def]
     out = run("run", "--workers", "1", code=1)
     assert "no news server" in out and "usenet-indexer demo" in out
+
+
+def test_a_bad_setting_is_one_line_naming_it(run, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    # Was a pydantic traceback: a person had to find the setting's name in it.
+    monkeypatch.setenv("USENET_INDEXER_WEB_SESSION_HOURS", "-1")
+    out = run("groups", "list", code=1)
+    assert out.strip() == "settings: web_session_hours: Input should be greater than 0 (given: '-1')"
+    monkeypatch.delenv("USENET_INDEXER_WEB_SESSION_HOURS")
+    monkeypatch.setenv("USENET_INDEXER_ADMIN_PASSWORD", "short")  # too weak; never echoed back
+    out = run("groups", "list", code=1)
+    assert out.strip() == (
+        "settings: the admin password must be at least 12 characters (a few words will do), not 5"
+    )

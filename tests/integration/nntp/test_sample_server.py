@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import socket
 import subprocess
+import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +21,7 @@ from usenet_indexer.indexing.naming import FileKind, file_kind
 from usenet_indexer.indexing.par2 import read_par2
 from usenet_indexer.nntp import Command, NoSuchArticle
 from usenet_indexer.nntp.client import NNTPClient
+from usenet_indexer.nntp.fake_server import Script
 from usenet_indexer.nntp.sample_server import PART_BYTES, SampleFeed, SampleServer, sample_groups
 from usenet_indexer.nntp.yenc import decode
 
@@ -214,3 +217,19 @@ def test_a_live_feed_grows_while_the_server_runs() -> None:
     now[0] = 10.0
     assert feed.group(name)[2] == last and feed.posted()  # type: ignore[index]
     assert feed.overview_zlib(name, block, block + BLOCK - 1) is not None
+
+
+def test_stopping_while_a_reply_is_delayed_ends_cleanly(feed: SampleFeed) -> None:
+    # CI, a teardown: stop() woke the thread's loop, which ended and cancelled stop() itself and the
+    # session still waiting out its delay (CancelledError from stop's future).
+    server = SampleServer(feed, script=Script(reply_delay=2.0))
+    port = server.start()
+    name = feed.groups[0]
+    low, _ = feed.watermarks(name)
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn, conn.makefile("rb") as reader:
+        assert reader.readline().startswith(b"20")
+        conn.sendall(f"GROUP {name}\r\nXOVER {low}-{low + 5}\r\n".encode())
+        assert reader.readline().startswith(b"211")
+        time.sleep(0.3)  # the session is in its reply delay
+        server.stop()  # raised CancelledError before the fix
+    assert server.server is not None and server.server.stopped.is_set()
