@@ -51,7 +51,13 @@ def plan(services: Services, ranges: int) -> None:
         for g in range(GROUPS):
             tx.run(
                 "group_insert",
-                {"name": f"alt.binaries.bench{g}", "backfill_articles": None, "capture": False},
+                {
+                    "name": f"alt.binaries.bench{g}",
+                    "backfill_articles": None,
+                    "backfill_days": None,
+                    "backfill_since": None,
+                    "capture": False,
+                },
             )
         if tx.dialect == "postgresql":
             tx.sql(

@@ -53,7 +53,16 @@ def main() -> None:
     with postgres_database() as url:
         db = connect(url)
         with db.transaction() as tx:
-            tx.run("group_insert", {"name": GROUP, "backfill_articles": None, "capture": False})
+            tx.run(
+                "group_insert",
+                {
+                    "name": GROUP,
+                    "backfill_articles": None,
+                    "backfill_days": None,
+                    "backfill_since": None,
+                    "capture": False,
+                },
+            )
         began = time.perf_counter()
         merged = 0
         for batch in prepared:
