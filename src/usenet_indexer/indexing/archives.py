@@ -412,9 +412,9 @@ def _read_rar5(data: bytes) -> ArchiveStart:
                     kind=kind,
                     encrypted=True,
                     headers_encrypted=True,
-                    file_names=(),
-                    volume=None,
-                    first_volume=None,
+                    file_names=tuple(walk.names),  # none in an archive rar wrote: this header comes first
+                    volume=walk.volume,
+                    first_volume=walk.first_volume,
                     complete=False,
                     detail="encrypted headers",
                 )
@@ -623,7 +623,7 @@ def _streams_info(cursor: _Cursor) -> _Streams:
             if kind == _K_SIZE:
                 streams.pack_sizes = [cursor.number() for _ in range(count)]
             elif kind == _K_CRC:
-                _digests(cursor, count)
+                _skip_digests(cursor, count)
             else:
                 cursor.take(cursor.number())
             kind = cursor.byte()
@@ -692,14 +692,24 @@ def _folder(cursor: _Cursor) -> _Folder:
 
 
 def _digests(cursor: _Cursor, count: int) -> list[int | None]:
-    if count > 8 * (cursor.end - cursor.pos) + 8:
-        raise _Stop
+    """CRCs of ``count`` streams (the caller's list of that length exists: count is bounded by it)."""
     if cursor.byte():
         defined = [True] * count
     else:
         bits = cursor.take((count + 7) // 8)
         defined = [bool(bits[i >> 3] & (0x80 >> (i & 7))) for i in range(count)]
+    if 4 * sum(defined) > cursor.end - cursor.pos:
+        raise _Stop
     return [cursor.u32() if present else None for present in defined]
+
+
+def _skip_digests(cursor: _Cursor, count: int) -> None:
+    """Digests only passed over: a forged count costs its bytes, never a list of that length."""
+    if cursor.byte():
+        cursor.take(4 * count)
+    else:
+        bits = cursor.take((count + 7) // 8)
+        cursor.take(4 * int.from_bytes(bits, "big").bit_count())
 
 
 def _substreams_info(cursor: _Cursor, folders: list[_Folder]) -> None:
@@ -722,7 +732,7 @@ def _substreams_info(cursor: _Cursor, folders: list[_Folder]) -> None:
                 for count, folder in zip(streams, folders, strict=True)
                 if not (count == 1 and folder.crc is not None)
             )
-            _digests(cursor, unknown)
+            _skip_digests(cursor, unknown)
         else:
             cursor.take(cursor.number())
         kind = cursor.byte()

@@ -361,7 +361,7 @@ def check(start: ArchiveStart | None) -> None:
     assert isinstance(start.kind, ArchiveKind)
     assert start.encrypted in (True, False, None)
     if start.headers_encrypted:
-        assert start.encrypted is True and start.file_names == () and not start.complete
+        assert start.encrypted is True and not start.complete
     assert all(isinstance(name, str) for name in start.file_names)
 
 
@@ -491,6 +491,34 @@ def test_forged_7z_dictionary_and_sizes_are_capped() -> None:
     assert time.perf_counter() - began < 1
 
 
+def seven_zip_plain(header: bytes, packed: bytes = b"") -> bytes:
+    """A 7z whose end header is ``header`` as given (CRCs right), after ``packed``."""
+    start = struct.pack("<QQI", len(packed), len(header), zlib.crc32(header))
+    return SEVEN_ZIP_SIGNATURE + b"\x00\x04" + struct.pack("<I", zlib.crc32(start)) + start + packed + header
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.sampled_from([b"\x03\x01\x01", b"\x21", b"\x00", b"\x04\x01\x08"]),
+    st.binary(max_size=6),
+    st.integers(min_value=0, max_value=1 << 21),
+    st.binary(max_size=300),
+)
+def test_forged_encoded_7z_headers_never_raise(
+    method: bytes, properties: bytes, size: int, packed: bytes
+) -> None:
+    """Any coder properties (LZMA's lc/lp/pb out of range, dictionary sizes), sizes and packed bytes."""
+    check(read_archive_start(seven_zip_encoded(method, properties, size, packed)))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.binary(max_size=400), st.binary(max_size=100))
+def test_forged_plain_7z_headers_never_raise(header: bytes, packed: bytes) -> None:
+    """Past both CRCs, straight into the header parser: kHeader and whatever follows."""
+    check(read_archive_start(seven_zip_plain(b"\x01" + header, packed)))
+    check(read_archive_start(seven_zip_plain(b"\x17" + header, packed)))
+
+
 def test_rar5_vint_and_sizes_are_checked() -> None:
     """A header claiming more than RAR5's 2 MB header limit is refused, not read."""
     body = vint(2) + vint(0)
@@ -498,6 +526,22 @@ def test_rar5_vint_and_sizes_are_checked() -> None:
     data = RAR5_SIGNATURE + struct.pack("<I", zlib.crc32(sized)) + sized
     start = read_archive_start(data)
     assert start is not None and start.encrypted is None
+
+
+def test_an_encryption_header_after_entries_keeps_them() -> None:
+    """Found by fuzz/archives.py: a RAR5 encryption header after a file entry (rar writes it first)
+    dropped the names read before it, so a cut named a file the whole did not."""
+    [plain] = rar5([Member("a.txt", b"abc")])
+    end = len(plain) - 8  # without its end-of-archive header (CRC32, size 3, type 5, flags 0, 0)
+    assert plain[end + 4 :] == b"\x03\x05\x00\x00"
+    encryption = vint(4) + vint(0) + vint(0) + vint(0) + bytes([15]) + bytes(16)
+    sized = vint(len(encryption)) + encryption
+    data = plain[:end] + struct.pack("<I", zlib.crc32(sized)) + sized
+    whole = read_archive_start(data)
+    assert whole is not None and whole.encrypted is True and whole.headers_encrypted
+    assert whole.file_names == ("a.txt",)
+    part = read_archive_start(data[:-1])
+    assert part is not None and part.file_names == ("a.txt",) and part.encrypted is None
 
 
 def test_not_archives() -> None:
