@@ -16,6 +16,7 @@ The tools are installed by scripts/setup-system.sh; without them these tests fai
 from __future__ import annotations
 
 import json
+import lzma
 import random
 import shutil
 import struct
@@ -461,22 +462,67 @@ def test_work_is_bounded() -> None:
     assert start is not None and start.encrypted is None and str(MAX_HEADERS) in start.detail
 
 
-def seven_zip_encoded(method: bytes, properties: bytes, unpack_size: int, packed: bytes) -> bytes:
-    """A 7z whose end header is an encoded header: one folder of one coder over ``packed``."""
+def seven_zip_encoded(
+    method: bytes,
+    properties: bytes,
+    unpack_size: int,
+    packed: bytes,
+    before: bytes = b"",
+    crc: int | None = None,
+) -> bytes:
+    """A 7z whose end header is an encoded header: one folder of one coder over ``packed``, which
+    follows ``before`` (the archive's own packed streams, if any)."""
 
     def number(value: int) -> bytes:  # 7z NUMBER, always the 9-byte form: simple and valid
         return b"\xff" + struct.pack("<Q", value)
 
     coder = bytes([0x20 | len(method)]) + method + number(len(properties)) + properties
+    digest = b"" if crc is None else b"\x0a\x01" + struct.pack("<I", crc)
     header = (
         b"\x17"  # kEncodedHeader
-        + b"\x06" + number(0) + number(1) + b"\x09" + number(len(packed)) + b"\x00"  # pack info
+        + b"\x06" + number(len(before)) + number(1) + b"\x09" + number(len(packed)) + b"\x00"  # pack info
         + b"\x07\x0b" + number(1) + b"\x00" + number(1) + coder  # one folder, one coder
-        + b"\x0c" + number(unpack_size) + b"\x00"  # its unpacked size, no CRC
+        + b"\x0c" + number(unpack_size) + digest + b"\x00"  # its unpacked size and CRC
         + b"\x00"
     )  # fmt: skip
-    start = struct.pack("<QQI", len(packed), len(header), zlib.crc32(header))
-    return SEVEN_ZIP_SIGNATURE + b"\x00\x04" + struct.pack("<I", zlib.crc32(start)) + start + packed + header
+    body = before + packed
+    start = struct.pack("<QQI", len(body), len(header), zlib.crc32(header))
+    return SEVEN_ZIP_SIGNATURE + b"\x00\x04" + struct.pack("<I", zlib.crc32(start)) + start + body + header
+
+
+@pytest.mark.parametrize("name", ["headers-stored", "password-headers-stored"])
+@pytest.mark.parametrize("method", ["copy", "lzma", "lzma2"])
+def test_a_7z_header_packed_any_way_read_is_read_alike(
+    name: str, method: str, seven_zips: dict[str, SevenZip]
+) -> None:
+    """7-Zip packs its header with LZMA; LZMA2 and stored headers are valid too: each reads as the
+    plain header does, and a header whose CRC does not match is not read."""
+    data = seven_zips[name].data
+    offset, size = struct.unpack_from("<QQ", data, 12)
+    before, header = data[32 : 32 + offset], data[32 + offset : 32 + offset + size]
+    assert header[0] == 0x01  # kHeader: stored as it is
+    if method == "copy":
+        coder, properties, packed = b"\x00", b"", header
+    elif method == "lzma":
+        filters = [{"id": lzma.FILTER_LZMA1, "dict_size": 1 << 16, "lc": 3, "lp": 0, "pb": 2}]
+        coder, properties = b"\x03\x01\x01", bytes([3 + 9 * (0 + 5 * 2)]) + struct.pack("<I", 1 << 16)
+        packed = lzma.compress(header, format=lzma.FORMAT_RAW, filters=filters)
+    else:
+        filters = [{"id": lzma.FILTER_LZMA2, "dict_size": 1 << 16}]
+        coder, properties = b"\x21", b"\x08"
+        packed = lzma.compress(header, format=lzma.FORMAT_RAW, filters=filters)
+    plain = read_archive_start(data)
+    assert plain is not None and plain.file_names
+    packed_start = read_archive_start(seven_zip_encoded(coder, properties, len(header), packed, before))
+    assert packed_start == plain
+    checked = read_archive_start(
+        seven_zip_encoded(coder, properties, len(header), packed, before, crc=zlib.crc32(header))
+    )
+    assert checked == plain
+    wrong = read_archive_start(
+        seven_zip_encoded(coder, properties, len(header), packed, before, crc=zlib.crc32(header) ^ 1)
+    )
+    assert wrong is not None and wrong.encrypted is None and wrong.file_names == ()
 
 
 def test_forged_7z_dictionary_and_sizes_are_capped() -> None:
