@@ -173,7 +173,8 @@ def rar4(
             )
             parts += [_rar4_block(0x7A, 0x8000, fields + b"CMT"), text]
         for member, piece, before, after in pieces:
-            name, name_flags = _rar4_name(member.name, names)
+            # Host OS Windows (below), so the path separator is a backslash, as WinRAR writes it.
+            name, name_flags = _rar4_name(member.name.replace("/", "\\"), names)
             flags = 0x8000 | name_flags
             if before:
                 flags |= 0x0001

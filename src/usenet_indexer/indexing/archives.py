@@ -217,7 +217,7 @@ def _read_rar4(data: bytes) -> ArchiveStart:
         if block in (_RAR4_FILE_HEAD, _RAR4_SERVICE):
             if size < _RAR4_BLOCK.size + _RAR4_FILE.size:
                 return walk.result(kind, None, "a file header too short")
-            pack_size, _, _, _, _, _, _, name_size, _ = _RAR4_FILE.unpack_from(data, pos + 7)
+            pack_size, _, host, _, _, _, _, name_size, _ = _RAR4_FILE.unpack_from(data, pos + 7)
             at = pos + 7 + _RAR4_FILE.size
             if flags & 0x0100:  # LHD_LARGE: the high 32 bits of both sizes follow
                 if at + 8 > end:
@@ -229,8 +229,11 @@ def _read_rar4(data: bytes) -> ArchiveStart:
             extra = pack_size
             if block == _RAR4_FILE_HEAD:
                 directory = flags & 0x00E0 == 0x00E0
+                name = _rar4_name(data[at : at + name_size], unicode=bool(flags & 0x0200))
+                if host in (0, 2):  # MS-DOS, Windows: "dir\\file", as unrar and libarchive read it
+                    name = name.replace("\\", "/")
                 walk.entry(
-                    _rar4_name(data[at : at + name_size], unicode=bool(flags & 0x0200)),
+                    name,
                     encrypted=bool(flags & 0x0004),
                     has_data=pack_size > 0 and not directory,
                     continued=bool(flags & 0x0001),
