@@ -8,7 +8,7 @@ archive headers that lie within those bytes.
 Formats (each recognised by its signature at offset 0; anything else, a ZIP or an SFX stub included,
 gives None):
 
-- **RAR 1.5-4.x** (``rar4``): the marker block ``Rar!\x1a\x07\x00``, then blocks of
+- **RAR 1.5-4.x** (``rar4``): the marker block ``Rar!\\x1a\\x07\\x00``, then blocks of
   ``HEAD_CRC u16, HEAD_TYPE u8, HEAD_FLAGS u16, HEAD_SIZE u16``; HEAD_CRC is the low 16 bits of the
   CRC32 of the header after the CRC field. The archive header (0x73) carries 0x0080 (headers
   encrypted: every later header is AES ciphertext), 0x0001 (a volume), 0x0010 (volumes named
@@ -33,11 +33,12 @@ What ``encrypted`` means, so that no release is called passworded, or not, with 
 
 - True: the headers are encrypted, or a file entry read (CRC verified) is encrypted.
 - False: every header within ``data`` was read, none is encrypted, and at least one of them is a
-  file entry with data (directories and empty files carry no encryption flag even in a passworded
-  archive, so they prove nothing). The headers past the end of ``data`` are unknown: an archive whose
-  first files are plain and a later one encrypted (``rar`` can add files under a password to a plain
-  archive) reads False until that later header is within ``data``. For 7z the end header lists
-  everything, so False is the whole archive's answer.
+  file entry with data (a directory or an empty file has nothing to encrypt, so its missing flag
+  proves nothing). The headers past the end of ``data`` are unknown: an archive whose first files are
+  plain and a later one encrypted reads False until that later header is within ``data`` (rar makes
+  such archives: libarchive's test_read_format_rar4_encrypted.rar and ..._rar5_encrypted.rar hold a
+  plain a.txt, then b.txt under a password). For 7z the end header lists everything, so False is the
+  whole archive's answer.
 - None: the bytes cannot tell: a header cut off by the end of ``data`` or failing its CRC, no file
   entry with data yet, a 7z end header beyond ``data``, a coder or a structure not read here.
 
