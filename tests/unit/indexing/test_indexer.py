@@ -188,6 +188,23 @@ def test_native_fast_and_careful_loops_agree(
         assert results["native"] == results["fast"]
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_loops_agree_on_noisy_subjects(seed: int) -> None:
+    """Tags and text around the subjects (issue 16), a different choice per line, with cuts and takes:
+    the fast loop, the careful loop and the C accelerator give the same batches."""
+    from .test_speedups import noisy
+
+    rng = random.Random(seed)
+    lines = [noisy(line, rng) if rng.random() < 0.7 else line for line in LINES]
+    assert lines != list(LINES)
+    cuts = sorted(rng.sample(range(1, len(lines)), 4))
+    results = {path: index(lines, cuts, {1, 3}, path) for path in PATHS}
+    assert results["fast"] == results["careful"]
+    assert sum(len(b.fragments) for b in results["fast"]) > 0
+    if "native" in results:
+        assert results["native"] == results["fast"]
+
+
 @pytest.mark.parametrize("how", range(HOWS))
 @pytest.mark.parametrize("where", [0, 5, 41, len(LINES) - 1])
 def test_each_kind_of_damage_alone(how: int, where: int) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import random
+import re
 import shutil
 import struct
 import subprocess
@@ -21,12 +22,14 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from usenet_indexer.indexing import _native, sample
+from usenet_indexer.indexing import indexer as indexer_module
 from usenet_indexer.indexing.fragment import Batch, FileFragment, int_array
 from usenet_indexer.indexing.indexer import IndexerError, RangeIndexer, _FileAcc, _FileInfo, _ReleaseInfo
 from usenet_indexer.indexing.merge import SegmentBlobError, checked_segments, pack_segments, segment_blob
@@ -70,11 +73,12 @@ def both(chunks: list[tuple[int, bytes]], first: int, last: int, **kwargs: objec
 
 
 def posting_chunks(
-    seed: int, size: int, respell: float = 0.0, **post: float
+    seed: int, size: int, respell: float = 0.0, noise: float = 0.0, **post: float
 ) -> tuple[int, int, list[tuple[int, bytes]]]:
     """A generated posting as (end, text) chunks. ``respell``: the share of lines whose subject gets
     another spelling that reads as the same file (a blank more before the file name), so that the scan
-    meets one file under two heads."""
+    meets one file under two heads. ``noise``: the share of lines of quoted subjects wrapped in tags
+    and text that posting tools add (issue 16), chosen per line."""
     rng = random.Random(seed)
     plan = sample.plan(rng, 30, GROUP, max_parts=40)
     posting = sample.post(plan, rng, **post)  # type: ignore[arg-type]
@@ -84,8 +88,24 @@ def posting_chunks(
             line.replace(b' - "', b'  - "', 1) if rng.random() < respell else line
             for line in text.split(b"\r\n")
         ]
+        lines = [noisy(line, rng) if rng.random() < noise else line for line in lines]
         chunks.append((end, b"\r\n".join(lines)))
     return posting.first, posting.last, chunks
+
+
+NOISE_PREFIXES = (b"[PRiVATE]-[WtFnZb]-", b"[FULL] - ", b"{{pw}} ", b"[#a.b.x@EFNet]-[REPOST]-", b"- [] ")
+NOISE_SUFFIXES = (b"", b" 104857600", b" [95.37 MB]", b" (95.37 MB)", b" {{pw}}")
+
+
+def noisy(line: bytes, rng: random.Random) -> bytes:
+    """``line`` with tags before its subject and text after it, when the subject quotes a file name
+    (without quotes, nothing says where noise ends and the file name begins)."""
+    fields = line.split(b"\t")
+    if len(fields) < 2 or b'"' not in fields[1] or re.match(rb"\[\d{3,}\]", fields[1]):
+        # Request posts ("[123456]-...") are a form of their own; tags before them hide the request id.
+        return line
+    fields[1] = rng.choice(NOISE_PREFIXES) + fields[1] + rng.choice(NOISE_SUFFIXES)
+    return b"\t".join(fields)
 
 
 # ---- whole batches ------------------------------------------------------------------------------------
@@ -102,6 +122,7 @@ def posting_chunks(
     st.sets(st.integers(0, 30), max_size=5),
     st.integers(0, 100),
     st.sampled_from([0.0, 0.3]),
+    st.sampled_from([0.0, 0.2, 1.0]),
 )
 def test_generated_postings_give_the_same_batches(
     seed: int,
@@ -112,9 +133,10 @@ def test_generated_postings_give_the_same_batches(
     takes: set[int],
     resume: int,
     respell: float,
+    noise: float,
 ) -> None:
     first, last, chunks = posting_chunks(
-        seed, size, respell, concurrent=concurrent, shuffle=shuffle, duplicate=duplicate
+        seed, size, respell, noise, concurrent=concurrent, shuffle=shuffle, duplicate=duplicate
     )
     # A resume point inside the first chunk: the lines before it are skipped by both.
     resume_at = min(first + resume, last)
@@ -124,6 +146,30 @@ def test_generated_postings_give_the_same_batches(
 
 
 @needs_native
+@needs_native
+@pytest.mark.parametrize("seed", range(4))
+def test_noise_around_subjects_gives_the_releases_of_the_bare_posting(seed: int) -> None:
+    """Tags and text around every quoted subject (a different choice per line): the fast loop, the
+    careful loop and the C accelerator give one batch, and it holds the bare posting's releases, files
+    and segments (issue 16)."""
+    first, last, bare = posting_chunks(seed, 500, concurrent=6, shuffle=0.2)
+    _, _, wrapped = posting_chunks(seed, 500, noise=1.0, concurrent=6, shuffle=0.2)
+    assert wrapped != bare
+
+    def shape(batches: list[Batch]) -> list[tuple[str, str, tuple[tuple[str, list[int], bytes], ...]]]:
+        (batch,) = batches
+        return [
+            (r.key, r.name, tuple((f.name, f.parts.tolist(), f.message_ids) for f in r.files))
+            for r in batch.fragments
+        ]
+
+    with mock.patch.object(indexer_module, "chunk_is_clean", return_value=False):
+        careful = run(wrapped, first, last, False)  # every line through the careful loop
+    expected = shape(both(bare, first, last))
+    assert shape(both(wrapped, first, last)) == expected
+    assert shape(careful) == expected
+
+
 def test_more_files_at_once_than_the_scan_keeps_pending() -> None:
     first, last, chunks = posting_chunks(3, 10**6, concurrent=80, shuffle=0.3, duplicate=0.05)
     (batch,) = both(chunks, first, last)
