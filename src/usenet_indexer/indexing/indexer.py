@@ -31,8 +31,11 @@ records the dates of its first and last article, and parsing every line's date w
 the indexing rate for values that are thrown away.
 
 Groups. A file's groups are read from the Xref of the first line of it in a batch: cross-posting is
-per post, so every part carries the same groups. The release key uses the indexing group, so a
-cross-post indexed from two groups is two releases with the same segments.
+per post, so every part carries the same groups. The release key does not hold the group (issue 16:
+a cross-post was a release per group, and a result per group in every search): a cross-post indexed
+from two groups, by two workers, gives fragments of one key, which the coordinator merges into one
+release listing every group, each part once (merge keeps one segment per part: the same article's
+message-id, whichever group's number came with it).
 """
 
 from __future__ import annotations
@@ -83,9 +86,10 @@ class IndexerError(ValueError):
     """The indexer was driven against its contract (a caller's bug, not bad data)."""
 
 
-def release_key(poster: str, collection: str, file_total: int, group: str) -> str:
-    """The stable identity of a release: the same on every worker, batch and range."""
-    text = "\0".join((normalise_poster(poster), normalise(collection), str(file_total), group))
+def release_key(poster: str, collection: str, file_total: int) -> str:
+    """The stable identity of a release: the same on every worker, batch, range and group (a cross-post
+    is one release)."""
+    text = "\0".join((normalise_poster(poster), normalise(collection), str(file_total)))
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
@@ -507,7 +511,7 @@ class RangeIndexer:
         if key is None:
             if len(self._keys) > _CACHE_LIMIT:
                 self._keys.clear()
-            key = self._keys[named] = release_key(poster, m.collection, m.file_total, self.group)
+            key = self._keys[named] = release_key(poster, m.collection, m.file_total)
         ident = (key, m.file_name, m.part_total)
         info = self._infos.get(ident)
         if info is None:

@@ -95,7 +95,7 @@ def expected(s: Scenario) -> dict[str, Expected]:
             parts.setdefault(a.part, (a.size, a.message_id, a.number))  # a repost: the first article wins
         first = min(articles, key=lambda a: a.number)
         last = max(articles, key=lambda a: a.number)
-        key = release_key(release.poster, release.collection, release.file_total, GROUP)
+        key = release_key(release.poster, release.collection, release.file_total)
         out[key] = Expected(
             key=key,
             name=clean_name(release.collection),
