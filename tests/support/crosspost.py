@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 
 from usenet_indexer.indexing import Batch, RangeIndexer
 from usenet_indexer.indexing.rules import default_rules
-from usenet_indexer.indexing.sample import Article, chunk_text, plan, post
+from usenet_indexer.indexing.sample import Article, PlannedRelease, chunk_text, plan, post, subject
 
 OFFSET = 70_001  # group B numbers its copy of article n as n + OFFSET
 
@@ -20,6 +20,11 @@ class CrossPost:
     articles: list[Article]  # as numbered in the first group
     first: int
     last: int
+    plan: list[PlannedRelease]
+
+    def first_subjects(self) -> set[str]:
+        """The subject each posted file's part 1 was posted under."""
+        return {subject(r, f, 1) for r in self.plan for f in r.files}
 
     def number(self, article: Article, group: str) -> int:
         return article.number + (OFFSET if group == self.groups[1] else 0)
@@ -56,4 +61,6 @@ def cross_post(groups: tuple[str, str], releases: int = 12, seed: int = 16) -> C
     rng = random.Random(seed)
     planned = [replace(r, groups=groups) for r in plan(rng, releases, groups[0], max_parts=12)]
     posting = post(planned, rng, first=1_000, duplicate=0.0, cancelled=0.0)
-    return CrossPost(groups=groups, articles=posting.articles, first=posting.first, last=posting.last)
+    return CrossPost(
+        groups=groups, articles=posting.articles, first=posting.first, last=posting.last, plan=planned
+    )

@@ -93,6 +93,7 @@ def test_a_cross_post_from_two_groups_and_two_workers_is_one_release(db: Databas
     same message-ids, an Xref naming both), each indexed by a worker of its own and checked against
     its own lease: one release per set of articles, listing both groups, every segment once, one
     search hit, and an NZB whose files list both groups."""
+    import html
     import re
 
     from tests.support.crosspost import cross_post
@@ -152,3 +153,51 @@ def test_a_cross_post_from_two_groups_and_two_workers_is_one_release(db: Databas
     nzb = nzb_bytes(row).decode()
     for listed in re.findall(r"<groups>(.*?)</groups>", nzb, re.S):
         assert re.findall(r"<group>([^<]+)</group>", listed) == list(groups)
+    # Every file's subject as posted, at part 1 (issue 16)
+    subjects = [html.unescape(s) for s in re.findall(r'<file [^>]*subject="([^"]*)"', nzb)]
+    assert subjects
+    assert set(subjects) <= post.first_subjects()
+
+
+def test_releases_stored_before_issue_16_still_serve_nzbs_and_merge(db: Database) -> None:
+    """A catalog written before issue 16 holds version 1 segment blobs (no subjects): its NZBs are
+    written with subjects rebuilt from the names, and a fragment merged into such a release is stored
+    in version 2, the new files with their subjects."""
+    import html
+    import re
+    import struct
+    from dataclasses import replace
+
+    from usenet_indexer.catalog.nzbs import nzb_bytes
+    from usenet_indexer.compression import zlib_compress
+
+    bodies, _ = posted_batches(batch_articles=10**9)
+    add_group(db)
+    wire = decode_batch(bodies[0])
+    release = max(wire.batch.fragments, key=lambda f: len(f.files))
+    files = release.files
+    v1 = [b"UIS1", struct.pack("<I", len(files))]
+    for f in files:
+        name = f.name.encode()
+        v1 += [struct.pack("<HqqI", len(name), f.index, f.parts_total, len(f.parts)), name]
+        v1 += [f.parts.tobytes(), f.sizes.tobytes(), f.articles.tobytes()]
+        v1 += [struct.pack("<I", len(f.message_ids)), f.message_ids]
+    head = replace(wire.batch, fragments=(release,), candidates=())
+    with db.transaction() as tx:
+        group_id = int(tx.run("group_by_name", {"name": GROUP})[0]["id"])
+        store_batch(tx, group_id, GROUP, head, [zlib_compress(b"".join(v1), 1)])
+        row = tx.one("release_segments_by_key", {"key": release.key})
+    assert row is not None
+    assert all(f.subject == "" for f in unpack_segments(bytes(row["segments"])))
+    nzb = nzb_bytes(row).decode()
+    subjects = [html.unescape(s) for s in re.findall(r'<file [^>]*subject="([^"]*)"', nzb)]
+    assert len(subjects) == len(files)
+    assert all(f' - "{f.name}" yEnc (1/' in " ".join(subjects) for f in files)
+    # A later fragment of it, with subjects: merged and stored in version 2.
+    with db.transaction() as tx:
+        store_batch(tx, group_id, GROUP, replace(head, fragments=(release,)))
+        row = tx.one("release_segments_by_key", {"key": release.key})
+    assert row is not None
+    merged = unpack_segments(bytes(row["segments"]))
+    assert [f.subject for f in merged] == [f.subject for f in files]
+    assert all(f.subject for f in merged)

@@ -32,7 +32,13 @@ from usenet_indexer.indexing import _native, sample
 from usenet_indexer.indexing import indexer as indexer_module
 from usenet_indexer.indexing.fragment import Batch, FileFragment, int_array
 from usenet_indexer.indexing.indexer import IndexerError, RangeIndexer, _FileAcc, _FileInfo, _ReleaseInfo
-from usenet_indexer.indexing.merge import SegmentBlobError, checked_segments, pack_segments, segment_blob
+from usenet_indexer.indexing.merge import (
+    SegmentBlobError,
+    checked_segments,
+    pack_segments,
+    segment_blob,
+    unpack_segments,
+)
 from usenet_indexer.indexing.naming import FileKind
 from usenet_indexer.indexing.overview import OverviewFormat, chunk_is_clean, split_lines
 from usenet_indexer.indexing.rules import default_rules
@@ -350,7 +356,7 @@ def _acc(segments: list[tuple[int, int, int]], ids: list[bytes]) -> _FileAcc:
     """A file as the loops leave it."""
     release = _ReleaseInfo("k", "name", "poster", 1, None)
     info = _FileInfo(release, "file.rar", 1, 0, FileKind.OTHER, ("k", "file.rar", 0))
-    acc = _FileAcc(info, segments[0][2], b"", ())
+    acc = _FileAcc(info, segments[0][2], b"", (), b"", 1)
     for (part, size, article), mid in zip(segments, ids, strict=True):
         acc.segs += struct.pack("=3q", part, size, article)
         acc.mids += mid + b"\n"
@@ -523,10 +529,12 @@ def sound_file(draw: st.DrawFn) -> FileFragment:
         sizes=int_array(draw(st.lists(st.integers(0, 2**63 - 1), min_size=n, max_size=n))),
         articles=int_array(draw(st.lists(st.integers(0, 2**63 - 1), min_size=n, max_size=n))),
         message_ids=b"\n".join(draw(st.lists(mid, min_size=n, max_size=n))),
+        subject=draw(st.text(max_size=8)),
     )
 
 
 DAMAGE = {
+    "subject": lambda f, d: replace(f, subject=d(st.sampled_from(["x" * 8193, "é" * 8193]))),
     "name": lambda f, d: replace(f, name=d(st.sampled_from(["", "x" * 8193, "é" * 8192]))),
     "index": lambda f, d: replace(f, index=d(st.integers(-5, -1))),
     "parts_total": lambda f, d: replace(f, parts_total=-1),
@@ -595,6 +603,46 @@ def test_checked_segments_agree_on_damaged_blobs(files: list[FileFragment], data
             del raw[data.draw(st.integers(0, len(raw))) :]
     native, pure = checked_both_ways(bytes(raw))
     assert native == pure
+
+
+def v1_blob(files: list[FileFragment]) -> bytes:
+    """``files`` in the segment blob's first version (before issue 16: no subjects), as written then."""
+    out = [b"UIS1", struct.pack("<I", len(files))]
+    for f in files:
+        name = f.name.encode()
+        out += [struct.pack("<HqqI", len(name), f.index, f.parts_total, len(f.parts)), name]
+        out += [f.parts.tobytes(), f.sizes.tobytes(), f.articles.tobytes()]
+        out += [struct.pack("<I", len(f.message_ids)), f.message_ids]
+    return b"".join(out)
+
+
+@needs_native
+@PROPS
+@given(st.lists(sound_file(), max_size=3))
+def test_blobs_of_the_first_version_are_read_still(files: list[FileFragment]) -> None:
+    """Catalogs and windows hold version 1 blobs, and old workers post them: both paths read them, each
+    file with no subject; what they write is version 2."""
+    native, pure = checked_both_ways(v1_blob(files))
+    assert native == pure == tuple(replace(f, subject="") for f in files)
+    assert unpack_segments(zlib.compress(v1_blob(files))) == tuple(replace(f, subject="") for f in files)
+    assert segment_blob(files)[:4] == b"UIS2"
+    assert checked_segments(segment_blob(files)) == tuple(files)
+
+
+@needs_native
+def test_subjects_past_the_limit_are_refused_on_both_paths() -> None:
+    base = FileFragment("f.rar", 1, 1, int_array([1]), int_array([10]), int_array([5]), b"a@b")
+    fits = replace(base, subject="é" * 8192)
+    assert checked_both_ways(segment_blob([fits])) == ((fits,), (fits,))
+    assert checked_both_ways(segment_blob([replace(fits, subject="é" * 8193)])) == ("refused", "refused")
+    raw = bytearray(segment_blob([replace(base, subject="ab")]))
+    at = raw.index(b"f.rarab") + 5
+    raw[at] = 0xFF  # not UTF-8
+    assert checked_both_ways(bytes(raw)) == ("refused", "refused")
+    for cut in range(8, at + 2):  # truncated in a file's head, its name or its subject
+        assert checked_both_ways(bytes(raw[:cut])) == ("refused", "refused")
+    with pytest.raises(ValueError, match="65536 bytes cannot be packed"):
+        segment_blob([replace(base, subject="x" * 0x10000)])
 
 
 # ---- packed segment blobs (merge.segment_blob) ----------------------------------------------------
