@@ -292,7 +292,8 @@ def _without(text: str, part: str) -> str:
         return text
     if len(lower) != len(text):  # a letter whose lower case is longer: positions differ, use the regex
         return re.sub(re.escape(part), " ", text, flags=re.I)
-    out, at = [], 0
+    out: list[str] = []
+    at = 0
     while (found := lower.find(wanted, at)) >= 0:
         out += (text[at:found], " ")
         at = found + len(wanted)
