@@ -81,9 +81,10 @@ class ReleaseFragment:
     obfuscated: bool
     request_id: str | None
     files: tuple[FileFragment, ...]  # sorted by (name, parts_total)
-    # The release's name as posted (rules.SubjectMatch.collection): with the poster, the file total and
-    # the group it is what the key is made of, and the name is made from it, so the coordinator can make
-    # both itself instead of taking a worker's word for them (wire/batch.py). "" where unknown (a release
+    # The release's name as posted (rules.SubjectMatch.collection): with the poster and the file total
+    # it is what the key is made of (no group: a cross-post is one release, issue 16), and the name is
+    # made from it, so the coordinator can make both itself instead of taking a worker's word for them
+    # (wire/batch.py). "" where unknown (a release
     # as the catalog stores it).
     collection: str = ""
 

@@ -201,3 +201,65 @@ def test_releases_stored_before_issue_16_still_serve_nzbs_and_merge(db: Database
     merged = unpack_segments(bytes(row["segments"]))
     assert [f.subject for f in merged] == [f.subject for f in files]
     assert all(f.subject for f in merged)
+
+
+def test_two_groups_batches_of_a_new_cross_post_never_both_insert_it(db: Database) -> None:
+    """Issue 16: a cross-post's first batches from two groups, stored at once (on PostgreSQL each group's
+    batches had a lock of their own, and both would insert the release: a unique violation). The
+    second waits for the first, then merges into what it stored."""
+    import threading
+    import time
+
+    from tests.support.crosspost import cross_post
+
+    groups = ("alt.binaries.race.a", "alt.binaries.race.b")
+    post = cross_post(groups)
+    ids = {}
+    with db.transaction() as tx:
+        for group in groups:
+            tx.run(
+                "group_insert",
+                {
+                    "name": group,
+                    "backfill_articles": None,
+                    "backfill_days": None,
+                    "backfill_since": None,
+                    "capture": False,
+                },
+            )
+            ids[group] = int(tx.run("group_by_name", {"name": group})[0]["id"])
+    batches = {group: post.index(group)[0] for group in groups}
+    stored, release = threading.Event(), threading.Event()
+    outcome: list[object] = []
+
+    def store_in(group: str, hold: bool) -> None:
+        try:
+            with db.transaction() as tx:
+                store_batch(tx, ids[group], group, batches[group])
+                if hold:
+                    stored.set()
+                    assert release.wait(30)
+            outcome.append(group)
+        except Exception as error:  # what the second got is the result
+            outcome.append(error)
+            stored.set()
+
+    first = threading.Thread(target=store_in, args=(groups[0], True))
+    first.start()
+    assert stored.wait(30)
+    second = threading.Thread(target=store_in, args=(groups[1], False))
+    second.start()
+    time.sleep(0.5)
+    assert second.is_alive()  # waiting for the first's transaction
+    release.set()
+    first.join(30)
+    second.join(30)
+    assert outcome == list(groups)
+    with db.transaction(write=False) as tx:
+        rows = tx.sql("SELECT name, groups, segments FROM releases")
+    assert len({row["name"] for row in rows}) == len(rows)
+    assert {row["groups"] for row in rows} == {" ".join(groups)}
+    ids_stored = [
+        mid for row in rows for f in unpack_segments(bytes(row["segments"])) for mid in f.message_id_list()
+    ]
+    assert sorted(ids_stored) == sorted(a.message_id for a in post.articles)
