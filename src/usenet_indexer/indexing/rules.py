@@ -20,8 +20,11 @@ file's name made each file a release of its own). So the built-in rules read the
 or the quoted name as a ``title``, not as the ``name``, and the quoted file name decides the file and
 the release, by its base name (naming.release_base). The title, once the file's own name and tags are
 dropped from it (``_title``), names the release only where base names cannot tie the files together: a
-posting of several files ("Artist - Album [03/12] - "03 - Song.flac"": a base per track, the sample's
-albums) and a file whose base is a hash ("Name [1/6] - "fe4cf18d…" yEnc"). Tags alone never name one.
+posting of several files that are not members of one set ("Artist - Album [03/12] - "03 - Song.flac"":
+a base per track, the sample's albums), a file whose base is a hash ("Name [1/6] - "fe4cf18d…" yEnc"),
+and a set member whose base the title spells out (a request's "[ Show.S01E01.720p-GRP ]" around
+"show.part01.rar"). Tags alone never name one, nor words before a set's files that do not spell its
+base (a banner: keyed by it, two sets of one poster with as many files were one release).
 """
 
 from __future__ import annotations
@@ -250,11 +253,20 @@ def _reading(rule: str, subject: str, m: re.Match[str]) -> SubjectMatch | None:
         # The file's base name: every member of a set (rar volumes, par2, nfo) shares it, whatever
         # noise surrounds it in each file's subject.
         collection = release_base(file_name)
-        # A posting of several files is named by its title where it has one (text that is not the file's
-        # own name nor tags): "Artist - Album [03/12] - "03 - Song.flac"" has a base per track. So is a
-        # file whose base is a hash.
+        # Where the base cannot tie a posting's files together, its title does (text that is not the
+        # file's own name nor tags): a file whose base is a hash, and a posting of several files that
+        # are not members of one set ("Artist - Album [03/12] - "03 - Song.flac"": a base per track).
+        # A set member takes the title only where it spells out the base ("[ Show.S01E01.720p-GRP ]"
+        # around "show.part01.rar", the album's "Artist - Album.par2"): a banner or other words
+        # before a set's files name nothing, and keyed by them, two sets of one poster were one.
         if title and raw_file and (total > 1 or looks_obfuscated(collection)):
-            collection = _title(title, raw_file, collection) or collection
+            found = _title(title, raw_file, collection)
+            if found and (
+                kind not in _SET_MEMBERS
+                or looks_obfuscated(collection)
+                or normalise(collection) in normalise(found)
+            ):
+                collection = found
     request = groups.get("request")
     if request is None:
         prefix = _REQUEST_PREFIX.match(subject)
@@ -331,6 +343,20 @@ def _title(text: str, file_name: str, base: str) -> str | None:
 
 
 _TITLES: dict[str, str | None] = {}
+# Kinds of files posted as members of a set, which their shared base name ties together.
+_SET_MEMBERS = frozenset(
+    {
+        FileKind.PAR2,
+        FileKind.PAR2_VOLUME,
+        FileKind.RAR,
+        FileKind.SEVEN_ZIP,
+        FileKind.ZIP,
+        FileKind.SPLIT,
+        FileKind.NFO,
+        FileKind.SFV,
+        FileKind.NZB,
+    }
+)
 
 
 def _read_title(text: str) -> str | None:

@@ -47,7 +47,7 @@ CASES = [
     ),
     (
         'Some Name (03/15) "file.7z.003" yEnc (3/50)',
-        "Some Name",
+        "file",  # a set's base ties its files, words before it name nothing (issue 16)
         "file.7z.003",
         (3, 15),
         (3, 50),
@@ -315,6 +315,29 @@ NOISY = [
         (1, 12),
         "fe4cf18d550791a496480fbaf1c6aa3b",
     ),
+    # a site's banner before a set: the base names it, not the banner
+    (
+        '>ghost-of-usenet.org< [4/8] - "Name.part4.rar" yEnc (1/100)',
+        "Name.part4.rar",
+        (4, 8),
+        (1, 100),
+        "Name",
+    ),
+    # an album: a base per track, the title names it (and its par2, whose base the title spells out)
+    (
+        '[FULL] Artist - Album (2001) [FLAC] [03/12] - "03 - Song.flac" yEnc (1/9)',
+        "03 - Song.flac",
+        (3, 12),
+        (1, 9),
+        "Artist - Album (2001) [FLAC]",
+    ),
+    (
+        '[FULL] Artist - Album (2001) [FLAC] [12/12] - "Artist - Album.par2" yEnc (1/1)',
+        "Artist - Album.par2",
+        (12, 12),
+        (1, 1),
+        "Artist - Album (2001) [FLAC]",
+    ),
 ]
 
 
@@ -410,7 +433,8 @@ def test_tags_around_a_standard_subject_change_nothing(
 )
 def test_words_and_tags_never_split_a_set(base: str, title: str, noise: list[tuple[str, str]]) -> None:
     """A title (words the poster chose, the same on every file) and tags that differ from file to file:
-    the files of one set stay one release, each its own file, however the title reads."""
+    the files of one set stay one release, each its own file, however the title reads; and unless the
+    words spell out the set's base name, the release of the bare subjects (the base)."""
     files = [f"{base}.part1.rar", f"{base}.part2.rar", f"{base}.r00", f"{base}.par2", f"{base}.vol0+1.par2",
              f"{base}.nfo"]  # fmt: skip
     readings = []
@@ -420,6 +444,8 @@ def test_words_and_tags_never_split_a_set(base: str, title: str, noise: list[tup
         assert (m.file_name, m.file_index, m.file_total) == (f, k, 6)
         readings.append(normalise(m.collection))
     assert len(set(readings)) == 1
+    if normalise(base) not in normalise(title):
+        assert readings[0] == normalise(base)
 
 
 @pytest.mark.parametrize(
