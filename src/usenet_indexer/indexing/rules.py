@@ -247,24 +247,29 @@ def _reading(rule: str, subject: str, m: re.Match[str]) -> SubjectMatch | None:
     if index is None or total is None:
         index, total = 0, 0
     kind = file_kind(file_name)
+    hashed: bool | None = None  # whether the base looks obfuscated, where that was asked
+    base = ""
     if raw_name and raw_file:
         collection = raw_name  # a rule that names the release outright
     else:
         # The file's base name: every member of a set (rar volumes, par2, nfo) shares it, whatever
         # noise surrounds it in each file's subject.
-        collection = release_base(file_name)
+        collection = base = release_base(file_name)
         # Where the base cannot tie a posting's files together, its title does (text that is not the
         # file's own name nor tags): a file whose base is a hash, and a posting of several files that
         # are not members of one set ("Artist - Album [03/12] - "03 - Song.flac"": a base per track).
         # A set member takes the title only where it spells out the base ("[ Show.S01E01.720p-GRP ]"
         # around "show.part01.rar", the album's "Artist - Album.par2"): a banner or other words
         # before a set's files name nothing, and keyed by them, two sets of one poster were one.
-        if title and raw_file and (total > 1 or looks_obfuscated(collection)):
-            found = _title(title, raw_file, collection)
-            if found and (
+        hashed = looks_obfuscated(base) if title and raw_file else None
+        if hashed is not None and (total > 1 or hashed):
+            found = _title(title, raw_file, base, hashed)
+            if found is not None and (
                 kind not in _SET_MEMBERS
-                or looks_obfuscated(collection)
-                or normalise(collection) in normalise(found)
+                or hashed
+                # a plain test first: most titles that spell out the base spell it the same way
+                or base.lower() in found.lower()
+                or normalise(base) in normalise(found)
             ):
                 collection = found
     request = groups.get("request")
@@ -272,6 +277,8 @@ def _reading(rule: str, subject: str, m: re.Match[str]) -> SubjectMatch | None:
         prefix = _REQUEST_PREFIX.match(subject)
         request = prefix.group(1) if prefix else None
     shown = clean_name(collection)
+    # The base's reading where the name is the base (most subjects): looks_obfuscated once a file.
+    obfuscated = hashed if hashed is not None and shown == base else looks_obfuscated(shown)
     return SubjectMatch(
         name=shown,
         rule=rule,
@@ -282,7 +289,7 @@ def _reading(rule: str, subject: str, m: re.Match[str]) -> SubjectMatch | None:
         part=part,
         part_total=part_total,
         request_id=request,
-        obfuscated=looks_obfuscated(shown),
+        obfuscated=obfuscated,
         kind=kind,
         part_at=m.start("p") if "p" in groups and groups["p"] is not None else -1,
     )
@@ -325,12 +332,12 @@ def _without(text: str, part: str) -> str:
     return "".join(out)
 
 
-def _title(text: str, file_name: str, base: str) -> str | None:
+def _title(text: str, file_name: str, base: str, hashed: bool) -> str | None:
     """What names a release in the text around a file name: ``text`` without the file's own name and
     tags, when what is left reads as a title (letters, not a hash); else None."""
     # The file's own name differs from file to file (and a hash base too): left in, it would make a
     # title per file. A readable base is what titles often begin with ("Name (2019) [FLAC]").
-    for own in (file_name, base) if looks_obfuscated(base) else (file_name,):
+    for own in (file_name, base) if hashed else (file_name,):
         text = _without(text, own)
     # The files of a posting share their title: what it reads as is kept (the rules run once per new
     # file, and cleaning a title cost a tenth of bench/index.py's rate).
