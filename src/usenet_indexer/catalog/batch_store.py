@@ -4,12 +4,18 @@ together or not at all.
 
 Each release is one row, its files and segments one compressed blob (indexing/merge.py): a fragment
 is merged with what is stored (parts deduplicated by file and part number), and the totals, name and
-category are computed again. A group's batches merge one at a time (``batch_lock_group``).
+category are computed again. A group's batches merge one at a time (``batch_lock_group``), and so do
+batches of groups that share a release: a cross-post is one release (issue 16), so a batch also locks
+the stripe of every group its fragments name (``batch_lock_stripe``, in order), and two groups'
+batches never both insert a release that was not stored yet. Stripes, not a lock per group name: a
+batch takes at most ``LOCK_STRIPES`` locks however many groups a worker's fragments list (PostgreSQL's
+lock table is shared and small).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from usenet_indexer.db import Row, Tx
@@ -25,6 +31,13 @@ from usenet_indexer.indexing import (
 from usenet_indexer.indexing.naming import normalise
 
 KEYS_PER_QUERY = 5_000
+LOCK_STRIPES = 64
+
+
+def lock_stripes(groups: Iterable[str]) -> list[int]:
+    """The merge-lock stripes of ``groups``, in the order they are taken: the same on every process
+    (crc32, not hash(), which Python seeds per process)."""
+    return sorted({zlib.crc32(g.encode("utf-8", "surrogateescape")) % LOCK_STRIPES for g in groups})
 
 
 def search_name(name: str) -> str:
@@ -94,6 +107,8 @@ def store_batch(
     """Merge ``batch`` into the catalog in ``tx``; what the worker is told it stored. ``blobs``, when
     given, are the fragments' segment blobs as posted: a new release is stored with its own."""
     tx.execute("batch_lock_group", {"group_id": group_id})
+    for stripe in lock_stripes({group, *(g for fragment in batch.fragments for g in fragment.groups)}):
+        tx.execute("batch_lock_stripe", {"stripe": stripe})
     fragments: dict[str, ReleaseFragment] = {}
     packed: dict[str, bytes] = {}
     for index, fragment in enumerate(batch.fragments):  # a batch holds each key once, but be sure

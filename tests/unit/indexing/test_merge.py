@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import zlib
+from dataclasses import replace
 from functools import reduce
 
 import pytest
@@ -16,6 +17,7 @@ from usenet_indexer.indexing.merge import (
     SegmentBlobError,
     merge,
     merge_all,
+    merge_files,
     pack_segments,
     totals,
     unpack_segments,
@@ -52,6 +54,8 @@ def fragment(segments: list[tuple[str, int, int, int, int, int | None]], name: s
                 sizes=int_array(c[1] for c in chosen),
                 articles=int_array(c[0] for c in chosen),
                 message_ids="\n".join(c[2] for c in chosen).encode(),
+                # Spellings that differ between fragments (or none): merging must pick one in any order.
+                subject="" if chosen[0][1] % 3 == 0 else f'tag{chosen[0][1] % 5} "{file}" yEnc (1/12)',
             )
         )
     first = min(segments, key=lambda s: (s[2], s[5] is None, s[5] or 0))
@@ -85,8 +89,12 @@ def test_merge_is_commutative_and_associative(segments: list, rng: random.Random
     rng.shuffle(shuffled)
     right = reduce(lambda acc, f: merge(f, acc), shuffled)
     assert left == right
-    # Same segments, any grouping: the same release as one fragment of everything.
-    assert left.files == whole.files
+    # Same segments, any grouping: the same release as one fragment of everything, and each file the
+    # smallest of the subjects its pieces knew.
+    assert [replace(f, subject="") for f in left.files] == [replace(f, subject="") for f in whole.files]
+    for f in left.files:
+        known = [g.subject for p in fragments for g in p.files if g.name == f.name and g.subject]
+        assert f.subject == min(known, default="")
     assert (left.first_article, left.first_date, left.last_article, left.last_date) == (
         whole.first_article,
         whole.first_date,
@@ -155,3 +163,53 @@ def test_totals_estimate_missing_files() -> None:
     assert (t.files_seen, t.files_expected, t.parts_seen, t.parts_expected) == (1, 3, 12, 36)
     assert t.completion == pytest.approx(33.33)
     assert not t.complete
+
+
+def test_a_cross_post_indexed_in_two_groups_merges_into_one_release() -> None:
+    """Issue 16: the same articles in two groups (other numbers, one Xref naming both), each group
+    indexed by a worker of its own: one key per release, both groups, every segment once."""
+    from tests.support.crosspost import cross_post
+
+    post = cross_post(("alt.binaries.a", "alt.binaries.b"))
+    one = [f for b in post.index("alt.binaries.a") for f in b.fragments]
+    other = [f for b in post.index("alt.binaries.b", batch_articles=37) for f in b.fragments]
+    assert {f.key for f in one} == {f.key for f in other}
+    merged = merge_all([*one, *other])
+    alone = merge_all(one)
+    assert merged.keys() == alone.keys()
+    posted = {a.message_id for a in post.articles}
+    seen: list[str] = []
+    for key, release in merged.items():
+        assert release.groups == ("alt.binaries.a", "alt.binaries.b")
+        assert [(f.name, f.parts.tolist(), f.message_ids) for f in release.files] == [
+            (f.name, f.parts.tolist(), f.message_ids) for f in alone[key].files
+        ]
+        # The lowest article number of each part: the first group's, whose numbers are the lower.
+        assert [f.articles.tolist() for f in release.files] == [f.articles.tolist() for f in alone[key].files]
+        seen += [mid for f in release.files for mid in f.message_id_list()]
+    assert sorted(seen) == sorted(posted)  # every article once, none twice
+
+
+def test_the_dict_form_carries_subjects_and_reads_snapshots_without_them() -> None:
+    """Window snapshots written before issue 16 have no file subjects: read as "". A subject that is
+    not a string, or longer than a name may be, is refused."""
+    from usenet_indexer.indexing.fragment import FormatError, file_from_dict, file_to_dict
+
+    f = FileFragment("a.rar", 1, 2, int_array([1, 2]), int_array([5, 6]), int_array([7, 8]), b"x@y\nz@y", "s")
+    assert file_from_dict(file_to_dict(f)) == f
+    old = file_to_dict(f)
+    del old["subject"]
+    assert file_from_dict(old).subject == ""
+    for bad in (7, None, "é" * 8193):
+        with pytest.raises(FormatError, match="subject"):
+            file_from_dict({**file_to_dict(f), "subject": bad})
+
+
+def test_merged_files_keep_the_smallest_known_subject() -> None:
+    f = FileFragment("a.rar", 1, 4, int_array([1, 2]), int_array([5, 6]), int_array([7, 8]), b"a@y\nb@y", "")
+    g = FileFragment(
+        "a.rar", 1, 4, int_array([3, 4]), int_array([5, 6]), int_array([9, 10]), b"c@y\nd@y", "t"
+    )
+    h = FileFragment("a.rar", 1, 4, int_array([2, 3]), int_array([5, 6]), int_array([8, 9]), b"b@y\nc@y", "s")
+    assert merge_files(f, g).subject == merge_files(g, f).subject == "t"  # a known one over none
+    assert merge_files(g, h).subject == merge_files(h, g).subject == "s"

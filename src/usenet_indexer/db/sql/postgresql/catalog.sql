@@ -5,6 +5,13 @@
 -- exist yet would both insert it. Seed 000 caps live leases per group for this reason.
 SELECT pg_advisory_xact_lock(1969, CAST(:group_id AS integer))
 
+-- name: batch_lock_stripe
+-- Batches whose releases may be the same merge one at a time: a cross-post is one release (issue 16),
+-- so a batch takes this lock for the stripe of every group its fragments name (catalog/batch_store.py;
+-- in stripe order: never a deadlock). Without it two groups' batches holding a release not stored yet
+-- would both insert it (a unique violation).
+SELECT pg_advisory_xact_lock(1970, CAST(:stripe AS integer))
+
 -- name: releases_by_keys
 SELECT * FROM releases WHERE key = ANY(CAST(:keys AS text[])) FOR UPDATE
 

@@ -3,6 +3,9 @@
 -- name: batch_lock_group
 SELECT :group_id AS locked
 
+-- name: batch_lock_stripe
+SELECT :stripe AS locked
+
 -- name: releases_by_keys
 SELECT * FROM releases WHERE key IN (SELECT value FROM json_each(:keys))
 
