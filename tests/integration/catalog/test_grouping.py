@@ -1,0 +1,189 @@
+"""Loose files joined in the catalog (issue 16), on both stores: per-file random releases indexed by two
+edge workers through the node API over several ranges, one release straddling a range boundary, joined
+by the grouping loop into one release each once their stretch is indexed; a member indexed again
+merges into its release instead of coming back."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import threading
+from pathlib import Path
+
+from tests.support.generated import spool_posting
+from tests.support.live import live_coordinator
+from tests.support.obfuscated import RandomPosting, plan_random, post_random
+from tests.support.store import query, services_for
+from usenet_indexer.catalog.batch_store import store_batch
+from usenet_indexer.catalog.grouping import Grouper
+from usenet_indexer.coordinator.services import Services
+from usenet_indexer.db import Database
+from usenet_indexer.edge.client import NodeClient
+from usenet_indexer.edge.worker import EdgeWorker
+from usenet_indexer.indexing import RangeIndexer, default_rules, unpack_segments
+from usenet_indexer.indexing.grouping import GAP_ARTICLES
+from usenet_indexer.indexing.sample import chunk_text, overview_line
+from usenet_indexer.leases.audit import audit
+
+GROUP = "alt.binaries.random.names"
+RANGE = 1_500
+
+
+def found(db: Database) -> list[frozenset[str]]:
+    with db.transaction(write=False) as tx:
+        rows = tx.sql("SELECT segments FROM releases")
+    out = [
+        frozenset(m for f in unpack_segments(bytes(r["segments"])) for m in f.message_id_list()) for r in rows
+    ]
+    return sorted(out, key=sorted)
+
+
+def index_with_workers(services: Services, run: str) -> set[int]:
+    """Every planned range indexed by two workers (one range each first, then both at once); the
+    nodes that stored batches."""
+    tokens = [services.nodes.add(f"edge-{run}-{i}")[1] for i in range(2)]
+    with live_coordinator(services) as url:
+        workers = [
+            EdgeWorker(NodeClient(url, token), batch_articles=400, idle_seconds=0.05) for token in tokens
+        ]
+        for w in workers:
+            w.run(max_ranges=1)
+        threads = [threading.Thread(target=w.run, kwargs={"max_ranges": 100}) for w in workers]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(180)
+        for w in workers:
+            w.close()
+            w.client.close()
+    return {int(r["node_id"]) for r in query(services.db, "SELECT DISTINCT node_id FROM batch_log")}
+
+
+def test_per_file_random_releases_over_ranges_and_workers_end_as_one_release_each(
+    database_url: str, tmp_path: Path
+) -> None:
+    services = services_for(database_url, tmp_path, range_articles=RANGE, chunk_articles=500)
+    services.rules.ensure_default()
+    try:
+        rng = random.Random(11)
+        posting = post_random(plan_random(rng, 40, max_parts=25), rng, group=GROUP, first=1)
+        last_posted = posting.posting.last
+        # A release straddles a range boundary (the test means nothing otherwise).
+        spans: dict[int, list[int]] = {}
+        for a in posting.posting.articles:
+            spans.setdefault(a.release, []).append(a.number)
+        straddling = [
+            r
+            for r, n in spans.items()
+            if min(n) // RANGE != max(n) // RANGE and not posting.releases[r].named
+        ]
+        assert straddling
+
+        # Only the posting is planned: the bursts at its end are not final (the group goes on).
+        spool_posting(services, GROUP, posting.posting)
+        nodes = index_with_workers(services, "a")
+        assert len(nodes) == 2
+        grouper = Grouper(services.db)
+        # Every burst lies within GAP_ARTICLES of the posting's end: none is final yet, each file is
+        # still a release of its own.
+        assert grouper.run_once().joined == 0
+        assert len(found(services.db)) == sum(len(r.files) if not r.named else 1 for r in posting.releases)
+
+        # The group goes on: GAP_ARTICLES more articles (none of them these posters') are indexed.
+        posting.posting.last = last_posted + GAP_ARTICLES + 1
+        services.groups.plan(GROUP, 1, posting.posting.last)
+        spool_rest(services, posting)
+        index_with_workers(services, "b")
+        second = grouper.run_once()
+        assert second.joined > 0
+        assert found(services.db) == posting.expected()
+        assert grouper.run_once().joined == 0  # nothing left to join, nothing read again
+
+        with services.db.transaction(write=False) as tx:
+            rows = tx.sql(
+                "SELECT key, file_total, files_seen, complete, segments FROM releases WHERE files_seen > 1"
+            )
+            aliases = tx.sql("SELECT member_key, release_key FROM release_aliases")
+            probes = tx.sql("SELECT release_key, par2_message_id FROM probe_queue")
+        joined = {r["key"] for r in rows if r["key"] in {a["release_key"] for a in aliases}}
+        assert len(joined) == sum(1 for r in posting.releases if not r.named)
+        for row in rows:
+            if row["key"] in joined:
+                files = unpack_segments(bytes(row["segments"]))
+                assert int(row["files_seen"]) == int(row["file_total"]) == len(files)
+                assert bool(row["complete"])
+        assert {p["release_key"] for p in probes} == joined  # queued to be named from their bodies
+
+        # A range indexed again (reindex, a corrupt chunk fetched again): its members' fragments merge
+        # into the joined releases; none comes back.
+        reindex(services, posting, 1, RANGE)
+        assert found(services.db) == posting.expected()
+        for row in rows:
+            stored = query(services.db, "SELECT key FROM releases WHERE key = :k", {"k": row["key"]})
+            assert stored
+
+        report = audit(services.db, ttl=services.settings.lease_ttl_seconds, max_per_group=2)
+        assert report.problems == []
+    finally:
+        services.close()
+
+
+def spool_rest(services: Services, posting: RandomPosting) -> None:
+    """Spool the ranges planned since (no articles in them: other posts, deleted or not ours)."""
+    from usenet_indexer.articles import chunk_spans
+    from usenet_indexer.wire.chunks import deflate_plain
+
+    ranges = query(services.db, "SELECT id, start_id, end_id FROM ranges WHERE status = 'planned'")
+    for r in ranges:
+        spans = chunk_spans(int(r["start_id"]), int(r["end_id"]), services.settings.chunk_articles)
+        for span in spans:
+            services.spool.write(int(r["id"]), span, deflate_plain(b""))
+        query(
+            services.db,
+            "UPDATE ranges SET spooled_chunks = :n WHERE id = :id",
+            {"n": len(spans), "id": r["id"]},
+        )
+
+
+def reindex(services: Services, posting: RandomPosting, start: int, end: int) -> None:
+    lines = {a.number: overview_line(a) for a in posting.posting.articles}
+    indexer = RangeIndexer(GROUP, start, end, start, default_rules())
+    indexer.add_text(chunk_text([lines[n] for n in range(start, end + 1) if n in lines]), end + 1)
+    indexer.finish()
+    batch = indexer.take()
+    with services.db.transaction() as tx:
+        group_id = int(tx.run("group_by_name", {"name": GROUP})[0]["id"])
+        store_batch(tx, group_id, GROUP, batch)
+
+
+def test_a_joined_release_is_keyed_whatever_its_members(database_url: str, tmp_path: Path) -> None:
+    """The key of a joined release is its smallest message-id's, as indexing/grouping.py makes it."""
+    services = services_for(database_url, tmp_path)
+    try:
+        rng = random.Random(5)
+        posting = post_random(plan_random(rng, 3, posters=("solo@example.com",)), rng, group=GROUP, first=1)
+        posting.posting.last += GAP_ARTICLES + 1
+        services.groups.add(GROUP)
+        end = posting.posting.last
+        reindex(services, posting, 1, end)
+        # Every article is stored but no range says so: nothing is final, nothing is joined.
+        assert Grouper(services.db).run_once().joined == 0
+        services.groups.plan(GROUP, 1, end)
+        query(services.db, "UPDATE ranges SET status = 'done', next_id = end_id + 1")
+        done = Grouper(services.db).run_once()
+        assert done.joined == sum(1 for r in posting.releases if not r.named)
+        with services.db.transaction(write=False) as tx:
+            rows = tx.sql(
+                "SELECT r.key, r.segments FROM releases r JOIN release_aliases a ON a.release_key = r.key"
+            )
+        for row in rows:
+            files = unpack_segments(bytes(row["segments"]))
+            smallest = min(m for f in files for m in f.message_id_list())
+            assert row["key"] == group_key_of(smallest)
+    finally:
+        services.close()
+
+
+def group_key_of(message_id: str) -> str:
+    """indexing/grouping.group_key restated: BLAKE2b-128 of "joined", NUL, the smallest message-id."""
+    return hashlib.blake2b(("joined\0" + message_id).encode(), digest_size=16).hexdigest()
