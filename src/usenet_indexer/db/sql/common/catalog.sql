@@ -35,18 +35,26 @@ INSERT INTO probe_queue (release_key, par2_message_id, nfo_message_id, created_a
 VALUES (:key, :par2_message_id, :nfo_message_id, {now}, {now})
 ON CONFLICT (release_key) DO NOTHING
 
--- name: release_rename
+-- name: release_group_by_key
+SELECT group_name FROM releases WHERE key = :key
+
+-- name: release_probed
+-- Named from its bodies (catalog/probe.py): the name, its category, and the files renamed in the blob;
+-- file_names keeps the renames for fragments that come later (batch_store.renamed).
 UPDATE releases
 SET name = :name, search_name = :search_name, name_source = :source, category = :category,
     season = COALESCE(:season, season), episode = COALESCE(:episode, episode), year = COALESCE(:year, year),
-    resolution = COALESCE(:resolution, resolution), obfuscated = false, updated_at = {now}
+    resolution = COALESCE(:resolution, resolution), obfuscated = false, segments = :segments,
+    file_names = :file_names, updated_at = {now}
 WHERE key = :key
 
 -- name: probe_done
-UPDATE probe_queue SET status = 'done', error = NULL, updated_at = {now} WHERE release_key = :key
+UPDATE probe_queue
+SET status = 'done', error = NULL, articles = articles + :articles, bytes = bytes + :bytes, updated_at = {now}
+WHERE release_key = :key
 
 -- name: probe_failed
 UPDATE probe_queue
 SET status = CASE WHEN attempts >= :max_attempts THEN 'failed' ELSE 'queued' END, error = :error,
-    updated_at = {now}
+    articles = articles + :articles, bytes = bytes + :bytes, updated_at = {now}
 WHERE release_key = :key
