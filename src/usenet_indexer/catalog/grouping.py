@@ -22,17 +22,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from usenet_indexer.catalog.batch_store import release_row, stored_fragment
-from usenet_indexer.db import Database, Tx
+from usenet_indexer.db import Database, Row, Tx
 from usenet_indexer.db.database import Fence
 from usenet_indexer.indexing.fragment import ReleaseFragment
 from usenet_indexer.indexing.grouping import (
+    GAP_SECONDS,
+    PROPAGATION_SECONDS,
     LaneState,
     LooseFile,
     RangeState,
     Settled,
     bursts,
     group_loose,
-    stretch,
 )
 from usenet_indexer.indexing.merge import merge
 from usenet_indexer.indexing.naming import normalise_poster
@@ -51,8 +52,9 @@ class GroupingRound:
     more: bool = False
 
 
-def settled_of(tx: Tx, group_id: int) -> Settled:
+def settled_of(tx: Tx, group: Row) -> Settled:
     """Which of the group's articles are indexed for good (see ``Settled``)."""
+    group_id = int(group["id"])
     ranges = [
         RangeState(
             start=int(r["start_id"]),
@@ -63,13 +65,21 @@ def settled_of(tx: Tx, group_id: int) -> Settled:
         )
         for r in tx.run("grouping_ranges", {"group_id": group_id})
     ]
+    clock = tx.one("database_now")
+    now = None if clock is None else int(float(clock["now"]))
     lanes = {
         str(r["lane"]): LaneState(
             next=int(r["snapshot_next"]), flushed=str(r["snapshot_location"] or "").endswith("-flushed")
         )
         for r in tx.run("grouping_lanes", {"group_id": group_id})
     }
-    return Settled(ranges, lanes)
+    high = group["high_water"]
+    return Settled(
+        ranges,
+        lanes,
+        high_water=None if high is None else int(high),
+        quiet_before=None if now is None else now - GAP_SECONDS - PROPAGATION_SECONDS,
+    )
 
 
 class Grouper:
@@ -117,10 +127,10 @@ class Grouper:
             ]
             if not files:
                 return out
-            settled = settled_of(tx, group_id)
+            settled = settled_of(tx, group)
             keys: list[str] = []
             for burst in bursts(files):
-                if not settled.covers(*stretch(burst)):
+                if not settled.final(burst):
                     continue
                 if keys and len(keys) + len(burst) > self.max_members:
                     out.more = True

@@ -55,6 +55,9 @@ from usenet_indexer.indexing.window import DEFAULT_HORIZON
 GAP_ARTICLES = 10_000
 GAP_SECONDS = 600
 WINDOW_SECONDS = 6 * 3600
+# Articles reach a server late with their posting Date (propagation, a backlog): a burst at the end of
+# a group is taken as final only once it is this much older than the GAP_SECONDS a later file needs.
+PROPAGATION_SECONDS = 3600
 ENDLESS = 2**63 - 1
 
 
@@ -192,7 +195,7 @@ def group_loose(releases: Iterable[ReleaseFragment], settled: Settled | None = N
     joined: list[Joined] = []
     alone: list[str] = []
     for burst in bursts(files):
-        if settled is not None and not settled.covers(*stretch(burst)):
+        if settled is not None and not settled.final(burst):
             continue
         for release in split(burst):
             keys = tuple(sorted(f.key for f in release))
@@ -235,7 +238,11 @@ class Settled:
       complete or ``horizon`` articles behind (window.py), and a loose file is never complete on its
       own. So it is settled once the lane's stored position is ``horizon`` past it, or the lane was
       flushed (its open releases stored, an empty window recorded) past it.
-    - Past the group's last range: not posted or not planned yet.
+    - Past the group's last range: not posted or not planned yet. When the ranges reach the group's
+      high watermark (``high_water``, the planner's last reading), what comes after is posted after
+      it: a burst whose latest date is before ``quiet_before`` (the caller's now, less GAP_SECONDS and
+      PROPAGATION_SECONDS) can get no later file, and is final (``final``) without waiting for
+      GAP_ARTICLES more articles, which in a quiet group can take days.
     """
 
     def __init__(
@@ -244,15 +251,23 @@ class Settled:
         lanes: Mapping[str, LaneState] | None = None,
         *,
         horizon: int = DEFAULT_HORIZON,
+        high_water: int | None = None,
+        quiet_before: int | None = None,
     ) -> None:
         pending: list[tuple[int, int]] = []
         lanes = lanes or {}
+        self._future_from: int | None = None
+        self.quiet_before = quiet_before
         if not ranges:
             pending.append((0, ENDLESS))
             self.start = ENDLESS
         else:
             self.start = min(r.start for r in ranges)
-            pending.append((max(r.end for r in ranges) + 1, ENDLESS))
+            end = max(r.end for r in ranges)
+            if high_water is not None and end >= high_water:
+                self._future_from = end + 1  # held apart: ``final`` may look past it
+            else:
+                pending.append((end + 1, ENDLESS))
         for r in ranges:
             if r.status in ("planned", "leased") and r.next <= r.end:
                 pending.append((max(r.start, r.next), r.end))
@@ -280,12 +295,28 @@ class Settled:
 
     def covers(self, low: int, high: int) -> bool:
         """Every article ``low``..``high`` settled."""
+        if self._future_from is not None and high >= self._future_from:
+            return False
         return not any(a <= high and low <= b for a, b in self._pending)
+
+    def final(self, burst: Sequence[LooseFile]) -> bool:
+        """``burst`` can change no more: its stretch settled, or settled up to the group's end with
+        the burst too old for anything posted since to join it."""
+        low, high = stretch(burst)
+        if self.covers(low, high):
+            return True
+        if self._future_from is None or self.quiet_before is None:
+            return False
+        dates = [d for f in burst for d in (f.first_date, f.last_date) if d is not None]
+        if not dates or max(dates) > self.quiet_before:
+            return False
+        return self.covers(low, self._future_from - 1)
 
 
 __all__ = [
     "GAP_ARTICLES",
     "GAP_SECONDS",
+    "PROPAGATION_SECONDS",
     "WINDOW_SECONDS",
     "Grouping",
     "Joined",

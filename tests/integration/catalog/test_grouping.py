@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import random
 import threading
+import time
 from pathlib import Path
 
 from tests.support.generated import spool_posting
@@ -21,7 +22,7 @@ from usenet_indexer.db import Database
 from usenet_indexer.edge.client import NodeClient
 from usenet_indexer.edge.worker import EdgeWorker
 from usenet_indexer.indexing import RangeIndexer, default_rules, unpack_segments
-from usenet_indexer.indexing.grouping import GAP_ARTICLES
+from usenet_indexer.indexing.grouping import GAP_ARTICLES, GAP_SECONDS, PROPAGATION_SECONDS
 from usenet_indexer.indexing.sample import chunk_text, overview_line
 from usenet_indexer.leases.audit import audit
 
@@ -66,7 +67,10 @@ def test_per_file_random_releases_over_ranges_and_workers_end_as_one_release_eac
     services.rules.ensure_default()
     try:
         rng = random.Random(11)
-        posting = post_random(plan_random(rng, 40, max_parts=25), rng, group=GROUP, first=1)
+        # Posted a few minutes ago: at the group's end, nothing says yet that no file will follow.
+        posting = post_random(
+            plan_random(rng, 40, max_parts=25), rng, group=GROUP, first=1, start_time=int(time.time()) - 600
+        )
         last_posted = posting.posting.last
         # A release straddles a range boundary (the test means nothing otherwise).
         spans: dict[int, list[int]] = {}
@@ -156,22 +160,30 @@ def reindex(services: Services, posting: RandomPosting, start: int, end: int) ->
         store_batch(tx, group_id, GROUP, batch)
 
 
-def test_a_joined_release_is_keyed_whatever_its_members(database_url: str, tmp_path: Path) -> None:
-    """The key of a joined release is its smallest message-id's, as indexing/grouping.py makes it."""
+def test_a_burst_at_the_groups_end_is_final_once_it_is_old_enough(database_url: str, tmp_path: Path) -> None:
+    """Planned up to the group's high watermark and indexed, a burst at the end is joined without
+    GAP_ARTICLES more articles once its dates are older than GAP_SECONDS + PROPAGATION_SECONDS; the
+    joined release's key is its smallest message-id's, as indexing/grouping.py makes it."""
     services = services_for(database_url, tmp_path)
     try:
         rng = random.Random(5)
-        posting = post_random(plan_random(rng, 3, posters=("solo@example.com",)), rng, group=GROUP, first=1)
-        posting.posting.last += GAP_ARTICLES + 1
-        services.groups.add(GROUP)
+        posted = int(time.time()) - 300
+        posting = post_random(
+            plan_random(rng, 3, posters=("solo@example.com",)), rng, group=GROUP, first=1, start_time=posted
+        )
         end = posting.posting.last
+        services.groups.add(GROUP)
         reindex(services, posting, 1, end)
         # Every article is stored but no range says so: nothing is final, nothing is joined.
         assert Grouper(services.db).run_once().joined == 0
-        services.groups.plan(GROUP, 1, end)
+        services.groups.plan(GROUP, 1, end)  # the high watermark: the posting's last article
         query(services.db, "UPDATE ranges SET status = 'done', next_id = end_id + 1")
+        assert Grouper(services.db).run_once().joined == 0  # minutes old: a file may still follow
+        latest = max(a.date for a in posting.posting.articles)
+        services.db.move_clock(latest - time.time() + GAP_SECONDS + PROPAGATION_SECONDS + 5)
         done = Grouper(services.db).run_once()
         assert done.joined == sum(1 for r in posting.releases if not r.named)
+        assert found(services.db) == posting.expected()
         with services.db.transaction(write=False) as tx:
             rows = tx.sql(
                 "SELECT r.key, r.segments FROM releases r JOIN release_aliases a ON a.release_key = r.key"

@@ -278,3 +278,15 @@ def test_settled_waits_for_a_lanes_window() -> None:
     assert flushed.covers(1_000, 1_999)
     kept = Settled(ranges[:1], {"history": LaneState(2_000, flushed=False)}, horizon=3_000)
     assert not kept.covers(1_000, 1_000)  # given up with releases open in its snapshot
+
+
+def test_a_burst_at_the_groups_end_is_final_once_quiet() -> None:
+    burst = (loose("a1", 1, 900, 950, 10_000), loose("a2", 2, 960, 990, 10_100))
+    ranges = [RangeState(1, 1_000, 1_001, "done")]
+    latest = 10_100 + 30  # a2's last date
+    assert not Settled(ranges).final(burst)  # no watermark: more may be planned
+    assert not Settled(ranges, high_water=1_000, quiet_before=latest - 1).final(burst)  # too recent
+    assert Settled(ranges, high_water=1_000, quiet_before=latest).final(burst)
+    assert not Settled(ranges, high_water=1_200, quiet_before=latest).final(burst)  # posted, not planned
+    leased = [RangeState(1, 1_000, 500, "leased")]
+    assert not Settled(leased, high_water=1_000, quiet_before=latest).final(burst)  # not read yet
