@@ -11,6 +11,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.support.generated import spool_posting
 from tests.support.live import live_coordinator
 from tests.support.obfuscated import RandomPosting, plan_random, post_random
@@ -18,13 +20,14 @@ from tests.support.store import query, services_for
 from usenet_indexer.catalog.batch_store import store_batch
 from usenet_indexer.catalog.grouping import Grouper
 from usenet_indexer.coordinator.services import Services
-from usenet_indexer.db import Database
+from usenet_indexer.db import Database, Fenced
 from usenet_indexer.edge.client import NodeClient
 from usenet_indexer.edge.worker import EdgeWorker
 from usenet_indexer.indexing import RangeIndexer, default_rules, unpack_segments
 from usenet_indexer.indexing.grouping import GAP_ARTICLES, GAP_SECONDS, PROPAGATION_SECONDS
 from usenet_indexer.indexing.sample import chunk_text, overview_line
 from usenet_indexer.leases.audit import audit
+from usenet_indexer.leases.ownership import OwnershipFence, OwnershipLeases
 
 GROUP = "alt.binaries.random.names"
 RANGE = 1_500
@@ -199,3 +202,32 @@ def test_a_burst_at_the_groups_end_is_final_once_it_is_old_enough(database_url: 
 def group_key_of(message_id: str) -> str:
     """indexing/grouping.group_key restated: BLAKE2b-128 of "joined", NUL, the smallest message-id."""
     return hashlib.blake2b(("joined\0" + message_id).encode(), digest_size=16).hexdigest()
+
+
+def test_a_grouper_that_lost_its_loop_writes_nothing(database_url: str, tmp_path: Path) -> None:
+    """Grouping writes under the loop's fence: a coordinator whose lease was taken over joins nothing."""
+    services = services_for(database_url, tmp_path)
+    try:
+        rng = random.Random(9)
+        posting = post_random(plan_random(rng, 3, posters=("solo@example.com",)), rng, group=GROUP, first=1)
+        end = posting.posting.last + GAP_ARTICLES + 1
+        services.groups.add(GROUP)
+        reindex(services, posting, 1, end)
+        services.groups.plan(GROUP, 1, end)
+        query(services.db, "UPDATE ranges SET status = 'done', next_id = end_id + 1")
+        first = OwnershipLeases(services.db, "coordinator-1", ttl_seconds=30.0, renew_seconds=10.0)
+        second = OwnershipLeases(services.db, "coordinator-2", ttl_seconds=30.0, renew_seconds=10.0)
+        assert first.acquire("grouping").ok
+        stale = Grouper(services.db, fence=OwnershipFence(first, "grouping"))
+        services.db.move_clock(31.0)
+        assert second.acquire("grouping").ok
+        before = found(services.db)
+        with pytest.raises(Fenced):
+            stale.run_once()
+        assert found(services.db) == before
+        assert query(services.db, "SELECT count(*) AS n FROM release_aliases") == [{"n": 0}]
+        done = Grouper(services.db, fence=OwnershipFence(second, "grouping")).run_once()
+        assert done.joined == sum(1 for r in posting.releases if not r.named)
+        assert found(services.db) == posting.expected()
+    finally:
+        services.close()
