@@ -82,6 +82,22 @@ def settled_of(tx: Tx, group: Row) -> Settled:
     )
 
 
+def loose_files(tx: Tx, group_name: str) -> list[LooseFile]:
+    """The group's loose releases not settled yet, as grouping reads them (light columns)."""
+    return [
+        LooseFile(
+            key=str(r["key"]),
+            poster=normalise_poster(str(r["poster"])),
+            file_total=int(r["file_total"]),
+            first_article=int(r["first_article"]),
+            last_article=int(r["last_article"]),
+            first_date=None if r["first_date"] is None else int(r["first_date"]),
+            last_date=None if r["last_date"] is None else int(r["last_date"]),
+        )
+        for r in tx.run("loose_in_group", {"group_name": group_name})
+    ]
+
+
 class Grouper:
     def __init__(self, db: Database, *, fence: Fence | None = None, max_members: int = MAX_MEMBERS) -> None:
         self.db = db
@@ -105,6 +121,20 @@ class Grouper:
             total.more = total.more or one.more
         return total
 
+    def pending(self) -> int:
+        """Loose releases in bursts already final: the next pass joins or settles them. ``run`` is not
+        done while there are some (local/progress.py)."""
+        count = 0
+        with self.db.transaction(write=False) as tx:
+            for row in tx.run("loose_groups"):
+                group = tx.one("group_by_name", {"name": str(row["group_name"])})
+                if group is None:
+                    continue
+                settled = settled_of(tx, group)
+                files = loose_files(tx, str(row["group_name"]))
+                count += sum(len(burst) for burst in bursts(files) if settled.final(burst))
+        return count
+
     def group(self, group_name: str) -> GroupingRound:
         out = GroupingRound()
         with self.db.transaction(fence=self.fence) as tx:
@@ -113,18 +143,7 @@ class Grouper:
                 return out  # releases of a group since removed: left as they are
             group_id = int(group["id"])
             tx.execute("batch_lock_group", {"group_id": group_id})
-            files = [
-                LooseFile(
-                    key=str(r["key"]),
-                    poster=normalise_poster(str(r["poster"])),
-                    file_total=int(r["file_total"]),
-                    first_article=int(r["first_article"]),
-                    last_article=int(r["last_article"]),
-                    first_date=None if r["first_date"] is None else int(r["first_date"]),
-                    last_date=None if r["last_date"] is None else int(r["last_date"]),
-                )
-                for r in tx.run("loose_in_group", {"group_name": group_name})
-            ]
+            files = loose_files(tx, group_name)
             if not files:
                 return out
             settled = settled_of(tx, group)
@@ -170,4 +189,4 @@ class Grouper:
         tx.execute("probe_enqueue", {"key": release.key, "par2_message_id": "", "nfo_message_id": None})
 
 
-__all__ = ["MAX_MEMBERS", "Grouper", "GroupingRound", "settled_of"]
+__all__ = ["MAX_MEMBERS", "Grouper", "GroupingRound", "loose_files", "settled_of"]

@@ -183,9 +183,13 @@ def test_a_burst_at_the_groups_end_is_final_once_it_is_old_enough(database_url: 
         query(services.db, "UPDATE ranges SET status = 'done', next_id = end_id + 1")
         assert Grouper(services.db).run_once().joined == 0  # minutes old: a file may still follow
         latest = max(a.date for a in posting.posting.articles)
+        assert Grouper(services.db).pending() == 0
         services.db.move_clock(latest - time.time() + GAP_SECONDS + PROPAGATION_SECONDS + 5)
+        loose = sum(len(r.files) for r in posting.releases if not r.named)
+        assert Grouper(services.db).pending() == loose  # what `run` waits for before it is done
         done = Grouper(services.db).run_once()
         assert done.joined == sum(1 for r in posting.releases if not r.named)
+        assert Grouper(services.db).pending() == 0
         assert found(services.db) == posting.expected()
         with services.db.transaction(write=False) as tx:
             rows = tx.sql(
