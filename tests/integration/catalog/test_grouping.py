@@ -22,6 +22,7 @@ from usenet_indexer.catalog.grouping import Grouper
 from usenet_indexer.coordinator.services import Services
 from usenet_indexer.db import Database, Fenced
 from usenet_indexer.edge.client import NodeClient
+from usenet_indexer.edge.lanes import restore_window, run_lane_range, run_lanes
 from usenet_indexer.edge.worker import EdgeWorker
 from usenet_indexer.indexing import RangeIndexer, default_rules, unpack_segments
 from usenet_indexer.indexing.grouping import GAP_ARTICLES, GAP_SECONDS, PROPAGATION_SECONDS
@@ -231,6 +232,44 @@ def test_a_grouper_that_lost_its_loop_writes_nothing(database_url: str, tmp_path
         assert found(services.db) == before
         assert query(services.db, "SELECT count(*) AS n FROM release_aliases") == [{"n": 0}]
         done = Grouper(services.db, fence=OwnershipFence(second, "grouping")).run_once()
+        assert done.joined == sum(1 for r in posting.releases if not r.named)
+        assert found(services.db) == posting.expected()
+    finally:
+        services.close()
+
+
+def test_loose_files_read_through_a_lane_are_joined_once_flushed(database_url: str, tmp_path: Path) -> None:
+    """Read through a group lane, loose files stay in the lane's window (never complete on their own)
+    until its horizon or its flush, then reach the catalog and are joined. (That a burst split by the
+    horizon is not final while the window holds the rest of it is Settled's unit test: the horizon is
+    two million articles.)"""
+    services = services_for(database_url, tmp_path, range_articles=100, chunk_articles=50)
+    services.rules.ensure_default()
+    try:
+        rng = random.Random(21)
+        posting = post_random(plan_random(rng, 12, max_parts=12), rng, group=GROUP, first=1)
+        spool_posting(services, GROUP, posting.posting)  # planned to the high watermark; old dates
+        with live_coordinator(services) as url:
+            first = EdgeWorker(NodeClient(url, services.nodes.add("lane-a")[1]), idle_seconds=0.05)
+            held = first.client.lease_group("history")
+            assert held is not None
+            group_id, epoch = held["group"]["id"], held["group"]["epoch"]
+            lease = first.client.next_range(group_id, "history", epoch)
+            assert lease is not None
+            window = restore_window(first.client, group_id, GROUP, "history", epoch, lease)
+            window = run_lane_range(first, lease, window, group_id, "history", epoch)
+            assert window is not None and window.open_releases  # loose files held open
+            assert Grouper(services.db).run_once().joined == 0
+            # The window holds every loose file (only complete named releases were posted).
+            assert query(services.db, "SELECT count(*) AS n FROM releases WHERE obfuscated") == [{"n": 0}]
+            first.close()
+            first.client.close()
+            services.db.move_clock(services.settings.lease_ttl_seconds + 1)  # the holder goes silent
+            second = EdgeWorker(NodeClient(url, services.nodes.add("lane-b")[1]), idle_seconds=0.05)
+            assert run_lanes(second, "history", max_ranges=100) >= 1  # to the end, then flushed
+            second.close()
+            second.client.close()
+        done = Grouper(services.db).run_once()
         assert done.joined == sum(1 for r in posting.releases if not r.named)
         assert found(services.db) == posting.expected()
     finally:
