@@ -30,7 +30,7 @@ from usenet_indexer.catalog.probe import Prober
 from usenet_indexer.coordinator.dashboard import dashboard
 from usenet_indexer.coordinator.metrics import Metrics
 from usenet_indexer.coordinator.services import Services
-from usenet_indexer.indexing import RangeIndexer, default_rules
+from usenet_indexer.indexing import RangeIndexer, default_rules, unpack_segments
 from usenet_indexer.indexing.grouping import GAP_ARTICLES
 from usenet_indexer.nntp import yenc
 from usenet_indexer.nntp.pool import NNTPPool, ServerSettings
@@ -228,5 +228,36 @@ async def test_releases_of_random_names_are_joined_and_named_from_their_bodies(
             fetched,
             2,
         )
+    finally:
+        services.close()
+
+
+async def test_bodies_that_name_nothing_leave_the_release_as_it_is(
+    inn2: None, database_url: str, tmp_path: Path
+) -> None:
+    """Random subjects, random yEnc names, no PAR2: the probe fetches each file's first article, finds
+    no name that fits, and says so; the release and its files keep their posted names."""
+    rng = random.Random(61)
+    files = {f"file{k}.bin": rng.randbytes(70_000 + k) for k in range(1, 4)}
+    posted, names = articles_of(files, rng, datetime.now(UTC) - timedelta(hours=3), real_yenc_names=False)
+    group = inn2_support.new_group("alt.binaries.random.nothing")
+    assert inn2_support.post_articles(group, posted) == len(posted)
+    services = services_for(database_url, tmp_path / "data")
+    server = ServerSettings(host=inn2_support.HOST, port=inn2_support.PLAIN_PORT, connections=2)
+    try:
+        async with NNTPPool([server]) as pool:
+            info = await pool.group(group)
+            overview = b"".join([piece async for piece in pool.over(group, 1, info.high, compress=False)])
+            index(services, group, overview, info.high)
+            assert Grouper(services.db).run_once().joined == 1
+            (before,) = query(services.db, "SELECT key, name, segments FROM releases")
+            (result,) = await Prober(services.db, pool.body).run_once()
+        assert result.name is None and result.error is not None
+        assert "the bodies name nothing" in result.error
+        assert result.articles == len(files)  # each file's first article, once
+        (after,) = query(services.db, "SELECT key, name, name_source, obfuscated, segments FROM releases")
+        assert (after["name"], after["name_source"], after["obfuscated"]) == (before["name"], "subject", True)
+        assert bytes(after["segments"]) == bytes(before["segments"])
+        assert {f.name for f in unpack_segments(bytes(after["segments"]))} == set(names.values())
     finally:
         services.close()
