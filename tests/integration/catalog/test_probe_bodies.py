@@ -105,8 +105,9 @@ def articles_of(
     return out, posted
 
 
-def index(services: Services, group: str, overview: bytes, high: int) -> None:
-    """The overview in two ranges, cut in the middle of the first release; the ranges recorded done."""
+def index(services: Services, group: str, overview: bytes, high: int, *, again: bool = False) -> None:
+    """The overview in two ranges, cut in the middle of the first release; the ranges recorded done.
+    ``again``: the first range indexed once more (a reindex), the group already planned."""
     cut = high // 3
     lines = overview.split(b"\r\n")
 
@@ -115,10 +116,11 @@ def index(services: Services, group: str, overview: bytes, high: int) -> None:
             line + b"\r\n" for line in lines if line and first <= int(line.split(b"\t", 1)[0]) <= last
         )
 
-    services.groups.add(group)
     end = high + GAP_ARTICLES + 1  # the group goes on past the posts: their bursts are final
-    services.groups.plan(group, 1, end)
-    for first, last in ((1, cut), (cut + 1, end)):
+    if not again:
+        services.groups.add(group)
+        services.groups.plan(group, 1, end)
+    for first, last in ((1, cut),) if again else ((1, cut), (cut + 1, end)):
         indexer = RangeIndexer(group, first, last, first, default_rules())
         indexer.add_text(upto(last, first), last + 1)
         indexer.finish()
@@ -161,6 +163,20 @@ async def test_releases_of_random_names_are_joined_and_named_from_their_bodies(
             results = await Prober(services.db, pool.body).run_once()
         assert sorted((r.name, r.error) for r in results) == [(MOVIE, None), (SHOW, None)]
 
+        rows = query(
+            services.db,
+            "SELECT r.key, r.name, r.name_source, r.category, r.obfuscated, r.poster, r.groups, "
+            "r.first_date, r.posted_at, r.segments, p.articles, p.bytes "
+            "FROM releases r JOIN probe_queue p ON p.release_key = r.key ORDER BY r.name",
+        )
+        # Indexed again after the probe (a reindex): the members' fragments merge into the joined
+        # releases by their aliases, their random file names renamed as the probe renamed them.
+        before = query(services.db, "SELECT key, name, files_seen, parts_seen FROM releases ORDER BY key")
+        index(services, group, overview, info.high, again=True)
+        assert (
+            query(services.db, "SELECT key, name, files_seen, parts_seen FROM releases ORDER BY key")
+            == before
+        )
         rows = query(
             services.db,
             "SELECT r.key, r.name, r.name_source, r.category, r.obfuscated, r.poster, r.groups, "
