@@ -1,9 +1,12 @@
 """The sample news server: a few groups of generated yEnc postings on a loopback port, for the demo,
 tests and benchmarks. It is sample data, not Usenet.
 
-The postings come from ``indexing/sample.py`` with a fixed seed: multi-file rar + par2 releases, TV
-and movie names, obfuscated sets, music, books, cross-posts; several posters at once, parts out of
-order, reposted, missing, and cancelled article numbers. The scripted server (``fake_server.py``)
+The postings come from ``indexing/sample.py`` with a fixed seed (``sample.Today``): multi-file rar + par2
+releases, TV and movie names, music, books, in today's posting styles and their shares (named, noisy
+wrappers, PAR2-obfuscated sets, per-file random names, fully random subjects; cross-posts to two of the
+sample groups: its docstring says which shares and why); several posters at once, parts out of order,
+reposted, missing, and cancelled article numbers. A cross-posted article has a number in each of its
+groups, the same overview line (but the number) and the same message-id in both. The scripted server (``fake_server.py``)
 speaks NNTP for it; this module is its :class:`~usenet_indexer.nntp.fake_server.Feed`.
 
 What is held in memory, per group (a few hundred thousand articles take ~30 MB):
@@ -17,9 +20,13 @@ What is held in memory, per group (a few hundred thousand articles take ~30 MB):
   cancelled article), and the plan's releases.
 
 Article bodies are made when asked for, from the message-id alone: ``part{p}of{t}.{number}.{group}@…``
-names the article, the arrays name its release, file and part. A part's payload is ``PART_BYTES`` of
+(or, for the styles whose tools post random message-ids, ``{16 random hex}.{number}.{group}@…``) names
+the article by its number in the group it was first posted to, the arrays name its release, file and
+part. A cross-post's second group marks the article ``FOREIGN`` and keeps where it came from. A part's payload is ``PART_BYTES`` of
 SHAKE-128 output keyed by (group, release, file, part) — the same for a reposted copy — and is sent
-yEnc-encoded (``=ybegin``/``=ypart``/``=yend`` with pcrc32). A release's PAR2 index file (``x.par2``) is
+yEnc-encoded (``=ybegin``/``=ypart``/``=yend`` with pcrc32) under the file's yEnc name (the quoted name;
+the real name for per-file random names; a random one for fully random subjects). What a file is (PAR2 or
+payload) is what its real name says. A release's PAR2 index file (``x.par2``) is
 a real PAR2 index (``indexing/par2_writer.py``) over the release's other files as their parts decode,
 naming them as they were before obfuscation: so the probe can name obfuscated releases, and a
 downloader could verify what it fetched. A recovery volume (``x.vol00+01.par2``) carries the same
