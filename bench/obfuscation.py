@@ -16,6 +16,8 @@ Per style, of the releases posted:
 - **complete**: found once, and the catalog says it is complete;
 - **named right**: every catalog release holding its articles is named as the real name's release
   name (compared as the indexer compares names: case and punctuation aside, ``naming.normalise``);
+- **complete and named**: both of the above — the issue's figure, "found complete and correctly
+  named as a share of those posted";
 - **files right**: found once, and its NZB (``catalog/nzbs.py``, what ``t=get`` serves) names exactly
   the real files: the name a downloader reads from each file's subject, between the first quotes;
 - **named wrongly**: some catalog release holding its articles carries a wrong name without saying it
@@ -121,12 +123,17 @@ class Row:
     releases: set[str] = field(default_factory=set)  # ids of the posted releases whose articles it holds
 
 
-def read_catalog(database: Path, feed: SampleFeed) -> tuple[list[Row], dict[str, set[str]], int]:
+def read_catalog(
+    database: Path, feed: SampleFeed
+) -> tuple[list[Row], dict[str, set[str]], int, dict[str, int]]:
     """The catalog's releases, which posted releases each holds, the rows holding each posted release,
-    and how many segments matched no posted article."""
+    how many segments matched no posted article, and the probe queue by status."""
     db = sqlite3.connect(database)
     db.row_factory = sqlite3.Row
     try:
+        probes = {
+            str(s): int(n) for s, n in db.execute("SELECT status, count(*) FROM probe_queue GROUP BY status")
+        }
         found = db.execute(
             "SELECT key, name, obfuscated, complete, groups, segments, poster, first_date, posted_at, "
             "category FROM releases"
@@ -148,7 +155,7 @@ def read_catalog(database: Path, feed: SampleFeed) -> tuple[list[Row], dict[str,
         for release in row.releases:
             holders[release].add(row.key)
         rows.append(row)
-    return rows, holders, strays
+    return rows, holders, strays, probes
 
 
 def nzb_file_names(row: Row) -> list[str]:
@@ -168,6 +175,7 @@ OUTCOMES = (
     "found_once",
     "complete",
     "named_right",
+    "complete_and_named",
     "files_right",
     "named_wrongly",
 )
@@ -190,6 +198,7 @@ def judge(
             "found_once": once,
             "complete": once and held[0].complete,
             "named_right": bool(held) and all(normalise(row.name) == real for row in held),
+            "complete_and_named": once and held[0].complete and normalise(held[0].name) == real,
             "files_right": once and sorted(nzb_file_names(held[0])) == sorted(f.name for f in t.files),
             "named_wrongly": any(normalise(row.name) != real and not row.obfuscated for row in held),
         }
@@ -199,24 +208,31 @@ def judge(
     return table
 
 
+HEADS = {
+    "posted": "posted",
+    "complete_as_posted": "complete posted",
+    "found_once": "found once",
+    "complete": "complete",
+    "named_right": "named right",
+    "complete_and_named": "complete+named",
+    "files_right": "files right",
+    "named_wrongly": "named wrongly",
+}
+
+
 def show(table: dict[str, dict[str, int]]) -> None:
-    heads = (
-        "posted",
-        "complete as posted",
-        "found once",
-        "complete",
-        "named right",
-        "files right",
-        "named wrongly",
-    )
-    print(f"{'style':<16}" + "".join(f"{h:>20}" for h in heads))
+    print(f"{'style':<16}" + "".join(f"{HEADS[name]:>16}" for name in OUTCOMES))
     for style, counts in table.items():
         posted = counts["posted"]
-        cells = [f"{posted:>20,}"]
+        cells = [f"{posted:>16,}"]
         for name in OUTCOMES[1:]:
             share = 100.0 * counts[name] / posted if posted else 0.0
-            cells.append(f"{counts[name]:>11,} ({share:5.1f}%)")
+            cells.append(f"{counts[name]:>9,} {share:5.1f}%")
         print(f"{style:<16}" + "".join(cells))
+
+
+def share(counts: dict[str, int], name: str) -> float:
+    return round(counts[name] / counts["posted"], 3) if counts["posted"] else 0.0
 
 
 def main() -> None:
@@ -236,7 +252,7 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory(prefix="uibench-obfuscation") as tmp:
         database, seconds = index_sample(feed, Path(tmp), args.workers)
-        rows, holders, strays = read_catalog(database, feed)
+        rows, holders, strays, probes = read_catalog(database, feed)
     table = judge(truth, rows, holders)
     mixed = sum(len(row.releases) > 1 for row in rows)
     print(
@@ -244,6 +260,7 @@ def main() -> None:
         f"releases ({mixed:,} of them mixing articles of several posted releases; {strays:,} segments "
         "of no posted release)"
     )
+    print(f"probes: {', '.join(f'{n:,} {status}' for status, n in sorted(probes.items())) or 'none'}")
     print("\nreleases posted, and of them (share of posted):")
     show(table)
     emit(
@@ -255,6 +272,11 @@ def main() -> None:
             "catalog_releases": len(rows),
             "catalog_releases_mixed": mixed,
             "run_s": round(seconds, 1),
+            # The issue's figure: found once, complete and correctly named, as a share of those posted.
+            "ratio_complete_and_named": share(table["all"], "complete_and_named"),
+            **{f"complete_and_named_{style}": share(table[style], "complete_and_named") for style in table},
+            "named_wrongly": table["all"]["named_wrongly"],
+            "probes": probes,
             "styles": table,
         }
     )
