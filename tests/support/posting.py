@@ -147,7 +147,7 @@ def articles(
                 subject = sample.subject(release, sized, part)
             out.append(
                 Article(
-                    message_id=f"<{uuid.UUID(int=rng.getrandbits(128)).hex}@usenet-indexer.test>",
+                    message_id=f"<{uuid.uuid4().hex}@usenet-indexer.test>",  # unique: INN2 keeps a history
                     subject=subject,
                     poster=release.poster,
                     body=body,

@@ -6,8 +6,9 @@ releases, TV and movie names, music, books, in today's posting styles and their 
 wrappers, PAR2-obfuscated sets, per-file random names, fully random subjects; cross-posts to two of the
 sample groups: its docstring says which shares and why); several posters at once, parts out of order,
 reposted, missing, and cancelled article numbers. A cross-posted article has a number in each of its
-groups, the same overview line (but the number) and the same message-id in both. The scripted server (``fake_server.py``)
-speaks NNTP for it; this module is its :class:`~usenet_indexer.nntp.fake_server.Feed`.
+groups, the same overview line (but the number) and the same message-id in both. The scripted server
+(``fake_server.py``) speaks NNTP for it; this module is its
+:class:`~usenet_indexer.nntp.fake_server.Feed`.
 
 What is held in memory, per group (a few hundred thousand articles take ~30 MB):
 
@@ -20,17 +21,17 @@ What is held in memory, per group (a few hundred thousand articles take ~30 MB):
   cancelled article), and the plan's releases.
 
 Article bodies are made when asked for, from the message-id alone: ``part{p}of{t}.{number}.{group}@…``
-(or, for the styles whose tools post random message-ids, ``{16 random hex}.{number}.{group}@…``) names
-the article by its number in the group it was first posted to, the arrays name its release, file and
-part. A cross-post's second group marks the article ``FOREIGN`` and keeps where it came from. A part's payload is ``PART_BYTES`` of
-SHAKE-128 output keyed by (group, release, file, part) — the same for a reposted copy — and is sent
-yEnc-encoded (``=ybegin``/``=ypart``/``=yend`` with pcrc32) under the file's yEnc name (the quoted name;
-the real name for per-file random names; a random one for fully random subjects). What a file is (PAR2 or
-payload) is what its real name says. A release's PAR2 index file (``x.par2``) is
-a real PAR2 index (``indexing/par2_writer.py``) over the release's other files as their parts decode,
-naming them as they were before obfuscation: so the probe can name obfuscated releases, and a
-downloader could verify what it fetched. A recovery volume (``x.vol00+01.par2``) carries the same
-packets, padded to its parts' size, without recovery slices.
+(or, for the styles whose tools post random message-ids, ``{16 random hex}.{number}.{group}@…``) names the
+article by its number in the group it was first posted to, the arrays name its release, file and part. A
+cross-post's second group marks the article ``FOREIGN`` and keeps where it came from. A part's payload is
+``PART_BYTES`` of SHAKE-128 output keyed by (group, release, file, part) — the same for a reposted copy —
+and is sent yEnc-encoded (``=ybegin``/``=ypart``/``=yend`` with pcrc32) under the file's yEnc name (the
+quoted name; the real name for per-file random names; a random one for fully random subjects). What a file
+is (PAR2 or payload) is what its real name says. A release's PAR2 index file (``x.par2``) is a real PAR2
+index (``indexing/par2_writer.py``) over the release's other files as their parts decode, naming them as
+they were before obfuscation: so the probe can name obfuscated releases, and a downloader could verify
+what it fetched. A recovery volume (``x.vol00+01.par2``) carries the same packets, padded to its parts'
+size, without recovery slices.
 """
 
 from __future__ import annotations
@@ -411,6 +412,12 @@ class SampleFeed:
         g = self._groups.get(name)
         if g is None or not g.first <= number <= self._high(g):
             return None
+        return self._message_id_at(g, number)
+
+    def _message_id_at(self, g: _Group, number: int) -> str | None:
+        """The message-id of article ``number`` of ``g``, posted yet or not."""
+        if not g.first <= number <= g.last:
+            return None
         r = g.release[number - g.first]
         if r == -1:
             return None
@@ -455,7 +462,9 @@ class SampleFeed:
         if index >= len(self._order):
             return None
         g = self._order[index]
-        if self.message_id(g.spec.name, number) != message_id or g.release[number - g.first] == FOREIGN:
+        # Whether or not its first group's live part has reached it: a cross-post may show in its other
+        # group's tail first, and a message-id is only known from an overview that listed it.
+        if self._message_id_at(g, number) != message_id or g.release[number - g.first] == FOREIGN:
             return None
         return g, number
 
