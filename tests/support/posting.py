@@ -5,7 +5,8 @@ index file and recovery volumes, as posters make them). ``disguise`` gives the r
 subject format of a style, the same ones the sample news server uses (``indexing/sample.py``: named,
 noisy, par2_obfuscated, per_file_random, fully_random). ``articles`` yEnc-encodes every file in parts of
 equal size (the last one shorter) under the yEnc name its style calls for, with random message-ids;
-``tests/support/inn2.post_articles`` posts them (a comma-joined group list cross-posts).
+``post`` posts releases to INN2 as posters at work do, interleaved (a release of two groups is
+cross-posted: one article, Newsgroups naming both).
 
 What a test then knows of each release (``Posted``): its real name and files (and their bytes, to
 compare with what a downloader assembles), the subjects and message-ids of every article.
@@ -13,20 +14,22 @@ compare with what a downloader assembles), the subjects and message-ids of every
 
 from __future__ import annotations
 
+import itertools
 import random
 import shutil
 import subprocess
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from pathlib import Path
 
-from tests.support.inn2 import Article
+from tests.support.inn2 import Article, post_articles
 from usenet_indexer.indexing import sample
 from usenet_indexer.nntp import yenc
 
-__all__ = ["Posted", "RealFile", "articles", "disguise", "make_files", "make_release"]
+__all__ = ["Posted", "RealFile", "articles", "disguise", "interleave", "make_files", "make_release", "post"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,3 +178,29 @@ def make_release(
     release = disguise(files, name, style, rng, poster=poster, groups=groups)
     made, parts = articles(files, release, rng, part_size=part_size)
     return Posted(name, style, tuple(files), release, tuple(made), tuple(parts))
+
+
+def interleave(releases: Sequence[Posted], rng: random.Random) -> list[tuple[str, Article]]:
+    """(Newsgroups, article) in the order a server receives them when the releases' posters post at
+    once: each poster's releases one after the other, each release's articles in order, the posters'
+    streams mixed at random."""
+    queues: dict[str, list[tuple[str, Article]]] = {}
+    for posted in releases:
+        groups = ",".join(posted.release.groups)
+        queues.setdefault(posted.release.poster, []).extend((groups, a) for a in posted.articles)
+    streams = [list(reversed(queue)) for queue in queues.values()]
+    out: list[tuple[str, Article]] = []
+    while streams:
+        stream = rng.choice(streams)
+        out.append(stream.pop())
+        if not stream:
+            streams.remove(stream)
+    return out
+
+
+def post(releases: Sequence[Posted], rng: random.Random) -> int:
+    """Post the releases to INN2, interleaved (:func:`interleave`); returns the articles innd took."""
+    taken = 0
+    for groups, run in itertools.groupby(interleave(releases, rng), key=lambda item: item[0]):
+        taken += post_articles(groups, [article for _, article in run])
+    return taken

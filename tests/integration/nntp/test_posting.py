@@ -5,14 +5,13 @@ the real names. (What the indexer makes of them is for the end-to-end tests of i
 
 from __future__ import annotations
 
-import itertools
 import random
 import re
 from collections.abc import Callable
 from pathlib import Path
 
 from tests.support import inn2 as support
-from tests.support.posting import make_release
+from tests.support.posting import make_release, post
 from usenet_indexer.indexing import sample
 from usenet_indexer.indexing.par2 import read_par2
 from usenet_indexer.nntp.client import NNTPClient
@@ -44,25 +43,18 @@ async def test_one_release_per_style_posted_and_read_back(
         poster="else@example.test",
         groups=(inn2_group,),
     )
-    theirs = list(noise.articles)
-    sequence: list[tuple[str, support.Article]] = []
-    for p in posted:
-        queue = list(p.articles)
-        while queue:
-            if theirs and rng.random() < 0.3:
-                sequence.append((inn2_group, theirs.pop(0)))
-            else:
-                sequence.append((",".join(p.release.groups), queue.pop(0)))
-    sequence += [(inn2_group, a) for a in theirs]
-    for groups, run in itertools.groupby(sequence, key=lambda item: item[0]):
-        batch = [article for _, article in run]
-        assert support.post_articles(groups, batch) == len(batch)
+    everything = [*posted, noise]
+    assert post(everything, rng) == sum(len(p.articles) for p in everything)
 
     async with inn2_client() as client:
         info = await client.group(inn2_group)
         lines = (await client.over_chunk(info.low, info.high, compress=False)).data.split(b"\r\n")
         fields = [line.decode().split("\t") for line in lines if line]
         by_id = {f[4]: f for f in fields}
+        # The other poster's articles fall inside the styled releases' bursts: posted at the same time.
+        theirs = [int(by_id[a.message_id][0]) for a in noise.articles]
+        spans = [[int(by_id[a.message_id][0]) for a in p.articles] for p in posted]
+        assert any(min(span) < n < max(span) for span in spans for n in theirs)
         for p in posted:
             mine = [by_id[a.message_id] for a in p.articles]
             assert len(mine) == len(p.articles)  # every article in the group, in posting order
