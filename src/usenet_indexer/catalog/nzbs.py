@@ -5,10 +5,15 @@ counter at part 1, as NZB files show a file: the subject of its first part; issu
 size and message-id. Releases stored before issue 16 have no subject (segment blob version 1): theirs is
 written in the common posting form, ``name [i/n] - "file" yEnc (1/parts)``, from which downloaders
 (SABnzbd, NZBGet) read the file's name between the quotes. The date is the release's first post.
+
+A file the probe renamed (a per-file random name, issue 16) keeps its subject as posted but for the
+quoted name, which becomes the real one: downloaders name the file they write from the quotes, so a
+subject as posted would give them the random name back.
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from urllib.parse import quote
 
@@ -17,12 +22,36 @@ from usenet_indexer.indexing import unpack_segments
 from usenet_indexer.indexing.categories import NAMES
 from usenet_indexer.wire.nzb import NzbFile, NzbRelease, NzbSegment, write_nzb
 
-__all__ = ["ascii_file_name", "download_headers", "nzb_bytes", "nzb_file_name", "nzb_release"]
+__all__ = [
+    "ascii_file_name",
+    "download_headers",
+    "file_subject",
+    "nzb_bytes",
+    "nzb_file_name",
+    "nzb_release",
+]
 
 
 def _subject(release_name: str, name: str, index: int, file_total: int, parts_total: int) -> str:
     counter = f" [{index}/{file_total}]" if index and file_total else ""
     return f'{release_name}{counter} - "{name}" yEnc (1/{parts_total or 1})'
+
+
+_QUOTED = re.compile(r'"([^"]*)"')
+
+
+def file_subject(posted: str, name: str) -> str:
+    """The subject as posted, its quoted file name (the first quotes, as downloaders read it) made
+    ``name`` where they differ; the name added in quotes where there are none and the words do not
+    hold it. A name with a quote in it cannot be quoted: the subject stays as posted."""
+    quoted = _QUOTED.search(posted)
+    if not name or '"' in name or (quoted is not None and quoted.group(1) == name):
+        return posted
+    if quoted is None:
+        if name in posted and '"' not in posted:
+            return posted  # no quotes, the name in the words: downloaders read it as they did
+        return posted.replace('"', "'") + f' "{name}"'  # a stray quote would pair with ours
+    return f"{posted[: quoted.start(1)]}{name}{posted[quoted.end(1) :]}"
 
 
 def nzb_release(row: Row) -> NzbRelease:
@@ -35,8 +64,9 @@ def nzb_release(row: Row) -> NzbRelease:
         NzbFile(
             poster=str(row["poster"]),
             date=date,
-            subject=f.subject
-            or _subject(str(row["name"]), f.name, f.index, max(file_total, f.index), f.parts_total),
+            subject=file_subject(f.subject, f.name)
+            if f.subject
+            else _subject(str(row["name"]), f.name, f.index, max(file_total, f.index), f.parts_total),
             groups=groups,
             segments=[NzbSegment(s.part, s.size, s.message_id) for s in f.segments()],
             name=f.name,

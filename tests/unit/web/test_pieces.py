@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from usenet_indexer.catalog.nzbs import nzb_file_name, nzb_release
+from usenet_indexer.catalog.nzbs import file_subject, nzb_file_name, nzb_release
 from usenet_indexer.catalog.search import MAX_WORDS, category_ids, words
 from usenet_indexer.coordinator.newznab import (
     NewznabError,
@@ -103,6 +105,30 @@ def test_nzb_release_from_a_segment_blob() -> None:
     assert by_name["x.par2"].groups == ("alt.binaries.a", "alt.binaries.b")
     assert by_name["x.par2"].date == 1_700_000_000
     assert nzb_file_name('a/b\\c:"d".e') == "a_b_c__d_.e.nzb"
+
+
+def test_a_renamed_file_keeps_its_subject_but_for_the_quoted_name() -> None:
+    # snapshot run, issue 16: the probe renamed a per-file random file, the NZB wrote the subject as
+    # posted, and NZBGet saved the file under its random name.
+    posted = '[1/6] - "fe4cf18d550791a496480fbaf1c6aa3b" yEnc (1/12)'
+    assert file_subject(posted, "Movie.2024.part1.rar") == '[1/6] - "Movie.2024.part1.rar" yEnc (1/12)'
+    assert file_subject(posted, "fe4cf18d550791a496480fbaf1c6aa3b") == posted  # not renamed
+    wtf = '[PRiVATE]-[WtFnZb]-[x.part1.rar]-[1/8] - "" yEnc (1/100)'
+    assert (
+        file_subject(wtf, "x.part1.rar")
+        == '[PRiVATE]-[WtFnZb]-[x.part1.rar]-[1/8] - "x.part1.rar" yEnc (1/100)'
+    )
+    assert file_subject("k3j2h4k5j yEnc (1/9)", "a.mkv") == 'k3j2h4k5j yEnc (1/9) "a.mkv"'
+    assert file_subject(posted, 'odd"name.rar') == posted  # cannot be quoted: left as posted
+
+
+@given(st.text(max_size=80), st.text(max_size=40).filter(lambda n: n and '"' not in n))
+def test_a_downloader_reads_the_real_name_from_any_subject(posted: str, name: str) -> None:
+    quoted = re.search(r'"([^"]*)"', file_subject(posted, name))  # how SABnzbd and NZBGet read it
+    if quoted is None:  # left as posted: its words hold the name, as downloaders read them before
+        assert file_subject(posted, name) == posted and name in posted
+    else:
+        assert quoted.group(1) == name
 
 
 def test_admin_password_hash() -> None:

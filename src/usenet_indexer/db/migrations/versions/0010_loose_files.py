@@ -11,7 +11,7 @@
   renamed by this map before it merges, so that its files meet theirs.
 - ``probe_queue.articles``, ``probe_queue.bytes``: what each probe fetched (/metrics, the dashboard).
 
-Revision ID: 0011
+Revision ID: 0010
 Revises: 0009 (0010 is another change of issue 16: whichever merges second revises the other)
 """
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0011"
+revision = "0010"
 down_revision = "0009"
 branch_labels = None
 depends_on = None
