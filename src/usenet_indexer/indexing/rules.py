@@ -366,7 +366,23 @@ _SET_MEMBERS = frozenset(
 )
 
 
+# A site's banner between angle brackets (">ghost-of-usenet.org<", "<<www.town.ag>>"): a domain names
+# no release (the sample's noisy_site posts, 73 % of noisy releases named wrongly before).
+_BANNER = re.compile(r"[<>]+\s*([^<>\s]+)\s*[<>]+")
+_DOMAIN = re.compile(r"(?:www\.)?[\w-]+(?:\.[\w-]+)+")
+# One short word in brackets before a title ("[TOWN] Artist - Album"): a poster's or a site's tag.
+_LEADING_TAG = re.compile(r"\s*\[[A-Za-z]{2,8}\]\s*")
+
+
+def _unbannered(match: re.Match[str]) -> str:
+    return " " if _DOMAIN.fullmatch(match.group(1)) else match.group()
+
+
 def _read_title(text: str) -> str | None:
+    text = _BANNER.sub(_unbannered, text)
+    leading = _LEADING_TAG.match(text)
+    if leading is not None and any(c.isalpha() for c in text[leading.end() :]):
+        text = text[leading.end() :]
     text = clean_name(_trimmed(_BRACKETED.sub(_untagged, text)))
     if text[:1] == "[" and text[-1:] == "]" and text.count("[") == 1:
         text = clean_name(text[1:-1])  # "[Name]" once the tags around it are gone

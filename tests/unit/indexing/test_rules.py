@@ -323,6 +323,30 @@ NOISY = [
         (1, 100),
         "Name",
     ),
+    # a site's banners around a set's title, which spells out the base (the sample's noisy_site)
+    (
+        '>ghost-of-usenet.org< Harbor.Watch.S01E02.1080p [01/12] - "Harbor.Watch.S01E02.1080p.part01.rar" '
+        "yEnc (1/40) >www.abcdef.invalid<",
+        "Harbor.Watch.S01E02.1080p.part01.rar",
+        (1, 12),
+        (1, 40),
+        "Harbor.Watch.S01E02.1080p",
+    ),
+    # a leading tag before an album's title (the sample's noisy_tagged)
+    (
+        '[TOWN] Artist - Album (2001) [03/12] - "03 - Song.flac" yEnc (1/4) 4000',
+        "03 - Song.flac",
+        (3, 12),
+        (1, 4),
+        "Artist - Album (2001)",
+    ),
+    (
+        '<<www.town.ag>> Artist - Album (2001) [03/12] - "03 - Song.flac" yEnc (1/4)',
+        "03 - Song.flac",
+        (3, 12),
+        (1, 4),
+        "Artist - Album (2001)",
+    ),
     # an album: a base per track, the title names it (and its par2, whose base the title spells out)
     (
         '[FULL] Artist - Album (2001) [FLAC] [03/12] - "03 - Song.flac" yEnc (1/9)',
@@ -367,7 +391,7 @@ def test_the_files_of_a_noisy_posting_are_one_release() -> None:
 
 _TAGS = st.sampled_from(
     ["[PRiVATE]", "[WtFnZb]", "[FULL]", "[REPOST]", "[re-up]", "[#a.b.teevee@EFNet]", "[#a.b.x]", "[4242]",
-     "[]", "{{pw}}", "{{Secret Pass}}"]
+     "[]", "{{pw}}", "{{Secret Pass}}", ">ghost-of-usenet.org<", "<<www.town.ag>>", "[TOWN]", "[ReUp]"]
 )  # fmt: skip
 _SEPARATORS = st.sampled_from(["", " ", "-", " - ", "|", " | ", "–", ":"])
 _WORDS = st.text(st.sampled_from("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ .-_()"), max_size=30)
