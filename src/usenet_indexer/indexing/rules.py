@@ -370,8 +370,12 @@ _SET_MEMBERS = frozenset(
 # no release (the sample's noisy_site posts, 73 % of noisy releases named wrongly before).
 _BANNER = re.compile(r"[<>]+\s*([^<>\s]+)\s*[<>]+")
 _DOMAIN = re.compile(r"(?:www\.)?[\w-]+(?:\.[\w-]+)+")
-# One short word in brackets before a title ("[TOWN] Artist - Album"): a poster's or a site's tag.
-_LEADING_TAG = re.compile(r"\s*\[[A-Za-z]{2,8}\]\s*")
+# Short words in brackets before a title ("[TOWN] Artist - Album", "[PRiVATE]-[QkWrTz]-"): a poster's
+# or a site's tags.
+_LEADING_TAG = re.compile(r"[\s\-|:–—]*\[[A-Za-z]{2,8}\](?:[\s\-|:–—]*\[[A-Za-z]{2,8}\])*[\s\-|:–—]*")
+
+
+_FIELDS = re.compile(r"\[[^\[\]]*\](?:\s*-\s*\[[^\[\]]*\])+")
 
 
 def _unbannered(match: re.Match[str]) -> str:
@@ -379,13 +383,17 @@ def _unbannered(match: re.Match[str]) -> str:
 
 
 def _read_title(text: str) -> str | None:
-    text = _BANNER.sub(_unbannered, text)
+    text = _BRACKETED.sub(_untagged, _BANNER.sub(_unbannered, text))
     leading = _LEADING_TAG.match(text)
-    if leading is not None and any(c.isalpha() for c in text[leading.end() :]):
+    if leading is not None:  # alone, it is no title either: the file's base names the release
         text = text[leading.end() :]
-    text = clean_name(_trimmed(_BRACKETED.sub(_untagged, text)))
+    text = clean_name(_trimmed(text))
     if text[:1] == "[" and text[-1:] == "]" and text.count("[") == 1:
         text = clean_name(text[1:-1])  # "[Name]" once the tags around it are gone
+    elif _FIELDS.fullmatch(text):
+        # "[tag]-[Name]": bracketed fields joined by dashes, the title last (WtFnZb's form, with a
+        # tag of the poster's own in place of "WtFnZb")
+        text = clean_name(_BRACKETED.findall(text)[-1])
     if (
         len(normalise(text)) < 3
         or not any(c.isalpha() for c in text)

@@ -332,6 +332,14 @@ NOISY = [
         (1, 40),
         "Harbor.Watch.S01E02.1080p",
     ),
+    # WtFnZb's form with a tag of the poster's own
+    (
+        '[PRiVATE]-[QkWrTz]-[Artist - Album (2001)]-[03/12] - "03 - Song.flac" yEnc (1/4)',
+        "03 - Song.flac",
+        (3, 12),
+        (1, 4),
+        "Artist - Album (2001)",
+    ),
     # a leading tag before an album's title (the sample's noisy_tagged)
     (
         '[TOWN] Artist - Album (2001) [03/12] - "03 - Song.flac" yEnc (1/4) 4000',
@@ -391,7 +399,7 @@ def test_the_files_of_a_noisy_posting_are_one_release() -> None:
 
 _TAGS = st.sampled_from(
     ["[PRiVATE]", "[WtFnZb]", "[FULL]", "[REPOST]", "[re-up]", "[#a.b.teevee@EFNet]", "[#a.b.x]", "[4242]",
-     "[]", "{{pw}}", "{{Secret Pass}}", ">ghost-of-usenet.org<", "<<www.town.ag>>", "[TOWN]", "[ReUp]"]
+     "[]", "{{pw}}", "{{Secret Pass}}", ">ghost-of-usenet.org<", "<<www.town.ag>>", "[ReUp]"]
 )  # fmt: skip
 _SEPARATORS = st.sampled_from(["", " ", "-", " - ", "|", " | ", "–", ":"])
 _WORDS = st.text(st.sampled_from("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ .-_()"), max_size=30)
