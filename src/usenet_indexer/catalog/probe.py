@@ -25,14 +25,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
 
-from usenet_indexer.catalog.batch_store import search_name, stored_fragment
+from usenet_indexer.catalog.batch_store import lock_stripes, search_name, stored_fragment
 from usenet_indexer.db import Database
 from usenet_indexer.db.database import Fence
 from usenet_indexer.indexing import pack_segments, unpack_segments
 from usenet_indexer.indexing.bodies import (
+    MAX_ARTICLES,
     BodyNames,
     FirstPart,
     apply_renames,
@@ -40,11 +41,13 @@ from usenet_indexer.indexing.bodies import (
     first_part,
     name_files,
     par2_index,
+    password,
     release_name,
+    set_renames,
 )
 from usenet_indexer.indexing.categories import categorize
 from usenet_indexer.indexing.fragment import FileFragment
-from usenet_indexer.indexing.par2 import Par2Error, read_par2
+from usenet_indexer.indexing.par2 import Par2Error, Par2Index, read_par2
 from usenet_indexer.logs import get_logger
 from usenet_indexer.nntp.yenc import YEncError, decode
 
@@ -175,7 +178,8 @@ class Prober:
                 await self._tolerant(posted, message_id, cost)
 
         await asyncio.gather(*(one(posted, m) for posted, m in rest))
-        found = name_files(cost.parts, index or par2_index(cost.parts))
+        index = index or par2_index(cost.parts)
+        found = name_files(cost.parts, index)
         if found.name is None and cost.errors and not cost.parts:
             raise cost.errors[0]  # nothing read at all: the server's error says why (retried later)
         if found.name is None:
@@ -184,7 +188,26 @@ class Prober:
                 f"the bodies name nothing: {what}, {len(found.renames)} of {len(files)} files named "
                 f"by their first articles ({len(cost.errors)} not fetched)"
             )
-        return found
+        return await self._set_and_password(files, index, found, cost)
+
+    async def _set_and_password(
+        self, files: Sequence[FileFragment], index: Par2Index | None, found: BodyNames, cost: _Cost
+    ) -> BodyNames:
+        """The members of an obfuscated set renamed by their suffixes, and whether the first archive
+        volume is passworded (its first article fetched if no probe read it, within the cap)."""
+        assert found.name is not None
+        par2_names = [f.name for f in index.files] if index is not None else []
+        unread = [f.name for f in files if f.name not in found.renames]
+        renames = {**set_renames(unread, par2_names, found.name), **found.renames}
+        known = {f.name: renames.get(f.name, f.name) for f in files}
+        locked, fetch = password(cost.parts, known)
+        if fetch is not None and cost.articles < MAX_ARTICLES:
+            first = next((f for f in files if f.name == fetch and f.parts and f.parts[0] == 1), None)
+            if first is not None:
+                await self._tolerant(fetch, first.message_id_list()[0], cost)
+                locked, _ = password(cost.parts, known)
+        names = tuple(sorted({*found.files, *renames.values()}))
+        return replace(found, renames=renames, files=names, password=locked)
 
     async def probe(self, key: str, par2_message_id: str) -> ProbeResult:
         cost = _Cost()
@@ -206,8 +229,10 @@ class Prober:
             # The group's merge lock before the row's, in the batch store's order.
             head = tx.one("release_group_by_key", {"key": key})
             group = None if head is None else tx.one("group_by_name", {"name": str(head["group_name"])})
-            if group is not None:
+            if head is not None and group is not None:
                 tx.execute("batch_lock_group", {"group_id": int(group["id"])})
+                for stripe in lock_stripes({str(head["group_name"])}):  # a cross-post's batches hold it
+                    tx.execute("batch_lock_stripe", {"stripe": stripe})
             rows = tx.run("releases_by_keys", {"keys": tx.array([key])})
             if not rows:  # gone meanwhile (joined into another release): nothing to name
                 tx.execute("probe_done", {"key": key, "articles": cost.articles, "bytes": cost.bytes})
@@ -234,6 +259,7 @@ class Prober:
                     "resolution": category.resolution,
                     "segments": packed,
                     "file_names": json.dumps(known, sort_keys=True) if known else None,
+                    "password": found.password,
                 },
             )
             tx.execute("probe_done", {"key": key, "articles": cost.articles, "bytes": cost.bytes})

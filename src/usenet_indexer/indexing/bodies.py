@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
+from usenet_indexer.indexing.archives import ArchiveStart, first_volume, read_archive_start
 from usenet_indexer.indexing.fragment import FileFragment
 from usenet_indexer.indexing.naming import FileKind, file_kind, looks_obfuscated, release_base
 from usenet_indexer.indexing.par2 import Par2Error, Par2Index, read_par2
@@ -49,6 +50,8 @@ class FirstPart:
     size: int  # =ybegin size=: the whole file's
     head_md5: bytes | None  # MD5 of the file's first min(16 KiB, size) bytes, when the article holds them
     par2: Par2Index | None  # the PAR2 packets it holds, when its data starts with the magic
+    # The archive headers it holds, when the file's data starts with RAR4, RAR5 or 7z (a password?)
+    archive: ArchiveStart | None = None
 
 
 def first_part(posted: str, data: bytes, yenc_name: str, size: int, begin: int | None) -> FirstPart:
@@ -63,7 +66,8 @@ def first_part(posted: str, data: bytes, yenc_name: str, size: int, begin: int |
             par2 = read_par2(data)
         except Par2Error:
             par2 = None
-    return FirstPart(posted, yenc_name, size, head, par2)
+    archive = read_archive_start(data) if begin is None or begin == 1 else None
+    return FirstPart(posted, yenc_name, size, head, par2, archive)
 
 
 def safe_name(name: str) -> str | None:
@@ -102,6 +106,7 @@ class BodyNames:
     source: str  # "par2" or "yenc": what named the release
     renames: dict[str, str] = field(default_factory=dict)  # posted file name -> real name
     files: tuple[str, ...] = ()  # every real name known (categorizing reads them)
+    password: bool | None = None  # the first archive volume's headers: passworded? (None: not known)
 
 
 def name_files(parts: Sequence[FirstPart], par2: Par2Index | None) -> BodyNames:
@@ -144,6 +149,48 @@ def name_files(parts: Sequence[FirstPart], par2: Par2Index | None) -> BodyNames:
         renames[indexes[0].posted] = f"{name}.par2"
     renames = _unique(renames, [p.posted for p in parts])
     return BodyNames(name, source, renames, tuple(sorted(set(par2_names) | set(renames.values()))))
+
+
+def set_renames(file_names: Sequence[str], par2_names: Sequence[str], release: str) -> dict[str, str]:
+    """Renames for the members of one obfuscated set (``<hex>.part01.rar`` … ``<hex>.vol0+1.par2``),
+    whose first articles are not fetched: the part of the name after the random base says what each
+    file is, and the PAR2 names the set's real files. A member is renamed to the one PAR2 name with its
+    suffix (case aside) under the release's base; the PAR2 files, which the index does not describe,
+    to the release's base with their suffix. Only for a release of one random base: two sets could
+    swap suffixes."""
+    bases = {release_base(n) for n in file_names if looks_obfuscated(release_base(n))}
+    if len(bases) != 1 or not release:
+        return {}
+    (base,) = bases
+    by_suffix: dict[str, set[str]] = {}
+    for name in par2_names:
+        if release_base(name) == release:
+            by_suffix.setdefault(name[len(release) :].casefold(), set()).add(name)
+    renames: dict[str, str] = {}
+    for name in file_names:
+        if not name.startswith(base) or release_base(name) != base:
+            continue
+        suffix = name[len(base) :]
+        matched = by_suffix.get(suffix.casefold(), set())
+        if len(matched) == 1:
+            renames[name] = next(iter(matched))
+        elif not matched and file_kind(name) in (FileKind.PAR2, FileKind.PAR2_VOLUME):
+            renames[name] = f"{release}{suffix}"
+    return _unique(renames, file_names)
+
+
+def password(parts: Sequence[FirstPart], real_names: dict[str, str]) -> tuple[bool | None, str | None]:
+    """Whether the release's first archive volume is passworded (None: not known), and the posted name
+    of that volume when its first article was not among ``parts`` (to fetch). ``real_names``: posted
+    name -> the name it is known by now."""
+    first = first_volume(list(real_names.values()))
+    if first is None:
+        return None, None
+    posted = next((old for old, new in real_names.items() if new == first), None)
+    read = next((p for p in parts if p.posted == posted), None)
+    if read is None:
+        return None, posted
+    return (read.archive.encrypted if read.archive is not None else None), None
 
 
 def _unique(renames: dict[str, str], posted: Sequence[str]) -> dict[str, str]:
@@ -247,7 +294,9 @@ __all__ = [
     "first_part",
     "name_files",
     "par2_index",
+    "password",
     "real_looking",
     "release_name",
     "safe_name",
+    "set_renames",
 ]

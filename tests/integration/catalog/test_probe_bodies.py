@@ -22,6 +22,7 @@ from prometheus_client import generate_latest
 
 from tests.integration.web.test_roundtrip_nzbget import NZBGet, wait_for_history
 from tests.support import inn2 as inn2_support
+from tests.support.rar import Member, rar5
 from tests.support.store import query, services_for
 from usenet_indexer.catalog.batch_store import store_batch
 from usenet_indexer.catalog.grouping import Grouper
@@ -58,10 +59,14 @@ def nzbget(tmp_path: Path) -> Iterator[NZBGet]:
 
 
 def make_movie(folder: Path, rng: random.Random) -> dict[str, bytes]:
-    """Four rar volumes of random bytes and the PAR2 set par2cmdline makes for them."""
+    """Four volumes of a RAR5 archive whose file is passworded (its headers say so as `rar -p` writes
+    them: tests/support/rar.py) and the PAR2 set par2cmdline makes for them."""
+    member = Member(f"{MOVIE}.mkv", rng.randbytes(590_000), encrypted=True)
+    volumes = rar5([member], volume_size=150_000, seed=rng.randrange(1 << 30))
+    assert len(volumes) == 4
     names = [f"{MOVIE}.part{k:02d}.rar" for k in range(1, 5)]
-    for k, name in enumerate(names):
-        (folder / name).write_bytes(rng.randbytes(150_000 + 7_000 * k))
+    for name, volume in zip(names, volumes, strict=True):
+        (folder / name).write_bytes(volume)
     subprocess.run(
         ["par2", "create", "-q", "-r10", "-n2", f"{MOVIE}.par2", *names],
         cwd=folder,
@@ -165,7 +170,7 @@ async def test_releases_of_random_names_are_joined_and_named_from_their_bodies(
 
         rows = query(
             services.db,
-            "SELECT r.key, r.name, r.name_source, r.category, r.obfuscated, r.poster, r.groups, "
+            "SELECT r.key, r.name, r.name_source, r.category, r.obfuscated, r.password, r.poster, r.groups, "
             "r.first_date, r.posted_at, r.segments, p.articles, p.bytes "
             "FROM releases r JOIN probe_queue p ON p.release_key = r.key ORDER BY r.name",
         )
@@ -179,7 +184,7 @@ async def test_releases_of_random_names_are_joined_and_named_from_their_bodies(
         )
         rows = query(
             services.db,
-            "SELECT r.key, r.name, r.name_source, r.category, r.obfuscated, r.poster, r.groups, "
+            "SELECT r.key, r.name, r.name_source, r.category, r.obfuscated, r.password, r.poster, r.groups, "
             "r.first_date, r.posted_at, r.segments, p.articles, p.bytes "
             "FROM releases r JOIN probe_queue p ON p.release_key = r.key ORDER BY r.name",
         )
@@ -196,6 +201,9 @@ async def test_releases_of_random_names_are_joined_and_named_from_their_bodies(
             5040,
             False,
         )
+        # The first volume's headers, read from its first article: passworded. The show's rar files
+        # are random bytes, which say nothing.
+        assert movie_row["password"] in (True, 1) and show_row["password"] is None
 
         # The NZB carries the real names: the PAR2 matched the rar volumes by size and 16 KiB hash, and
         # named its index file; recovery volumes, named by nothing that fits them alone, keep theirs.

@@ -9,6 +9,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.rar import Member, rar5
 from usenet_indexer.indexing.bodies import (
     MAX_ARTICLES,
     FirstPart,
@@ -17,7 +18,9 @@ from usenet_indexer.indexing.bodies import (
     first_part,
     name_files,
     par2_index,
+    password,
     safe_name,
+    set_renames,
 )
 from usenet_indexer.indexing.fragment import FileFragment, int_array
 from usenet_indexer.indexing.par2 import read_par2
@@ -183,3 +186,43 @@ def test_per_file_random_names_with_extensions_are_fetched_set_members_are_not()
     members.append(fragment(f"{base}.par2", 1, 9_000, "p"))
     plan = fetch_plan(members)
     assert plan.others == ()
+
+
+def test_the_members_of_one_obfuscated_set_take_their_real_names_by_suffix() -> None:
+    # bench/obfuscation.py: PAR2-obfuscated sets were named, but their NZBs kept the hex names (files
+    # right 0 %): their first articles are not fetched, their suffixes say which PAR2 entry each is.
+    real = "Quiet.Harbor.2023.1080p.BluRay.x264-GRP"
+    par2 = [f"{real}.part{k:02d}.rar" for k in range(1, 4)]
+    posted = [
+        "fe4cf18d550791a496480fbaf1c6aa3b.part01.rar",
+        "fe4cf18d550791a496480fbaf1c6aa3b.part02.rar",
+        "fe4cf18d550791a496480fbaf1c6aa3b.PART03.RAR",
+        "fe4cf18d550791a496480fbaf1c6aa3b.par2",
+        "fe4cf18d550791a496480fbaf1c6aa3b.vol0+1.par2",
+    ]
+    renames = set_renames(posted, par2, real)
+    assert renames == {
+        "fe4cf18d550791a496480fbaf1c6aa3b.part01.rar": f"{real}.part01.rar",
+        "fe4cf18d550791a496480fbaf1c6aa3b.part02.rar": f"{real}.part02.rar",
+        "fe4cf18d550791a496480fbaf1c6aa3b.PART03.RAR": f"{real}.part03.rar",
+        "fe4cf18d550791a496480fbaf1c6aa3b.par2": f"{real}.par2",
+        "fe4cf18d550791a496480fbaf1c6aa3b.vol0+1.par2": f"{real}.vol0+1.par2",
+    }
+    # Two random bases: which set is which cannot be told by suffixes.
+    assert set_renames([*posted, "812813ce0a1b2c3d4e5f60718293a4b5.part01.rar"], par2, real) == {}
+    # A suffix the PAR2 does not name is left as it is (never a guess).
+    assert set_renames(["fe4cf18d550791a496480fbaf1c6aa3b.part09.rar"], par2, real) == {}
+
+
+def test_the_password_is_read_from_the_first_volume() -> None:
+    def part(posted: str, data: bytes) -> FirstPart:
+        return first_part(posted, data, posted, len(data), 1)
+
+    locked = rar5([Member("a.mkv", b"x" * 5000, encrypted=True)])[0]
+    plain = rar5([Member("a.mkv", b"x" * 5000)])[0]
+    names = {"h1.rar": "A.part01.rar", "h2.rar": "A.part02.rar"}
+    assert password([part("h1.rar", locked)], names) == (True, None)
+    assert password([part("h1.rar", plain)], names) == (False, None)
+    assert password([part("h2.rar", locked)], names) == (None, "h1.rar")  # the first volume: to fetch
+    assert password([part("h1.rar", b"random bytes")], names) == (None, None)  # no archive: not known
+    assert password([], {"a.mkv": "a.mkv"}) == (None, None)  # no archive at all

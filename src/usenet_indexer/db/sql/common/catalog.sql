@@ -45,7 +45,7 @@ UPDATE releases
 SET name = :name, search_name = :search_name, name_source = :source, category = :category,
     season = COALESCE(:season, season), episode = COALESCE(:episode, episode), year = COALESCE(:year, year),
     resolution = COALESCE(:resolution, resolution), obfuscated = false, segments = :segments,
-    file_names = :file_names, updated_at = {now}
+    file_names = :file_names, password = COALESCE(:password, password), updated_at = {now}
 WHERE key = :key
 
 -- name: probe_done
