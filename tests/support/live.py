@@ -12,6 +12,8 @@ import uvicorn
 from usenet_indexer.coordinator.http import http_config
 from usenet_indexer.coordinator.server import create_app
 from usenet_indexer.coordinator.services import Services
+from usenet_indexer.edge.client import NodeClient
+from usenet_indexer.edge.worker import EdgeWorker
 
 
 @contextmanager
@@ -32,3 +34,36 @@ def live_coordinator(services: Services) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+def run_edge_workers(
+    services: Services,
+    *,
+    workers: int = 2,
+    batch_articles: int,
+    max_ranges: int = 100,
+    idle_seconds: float = 0.1,
+    first_ranges: int = 0,
+    timeout: float = 120.0,
+    node_prefix: str = "edge",
+) -> None:
+    """``workers`` edge workers (a node each) against a live coordinator of ``services``, each on a
+    thread until it has read ``max_ranges`` ranges or found nothing to lease. ``first_ranges``: each
+    worker first reads that many alone, in turn, so that every worker indexes something whatever the
+    scheduler does."""
+    tokens = [services.nodes.add(f"{node_prefix}-{i}")[1] for i in range(workers)]
+    with live_coordinator(services) as url:
+        running = [
+            EdgeWorker(NodeClient(url, token), batch_articles=batch_articles, idle_seconds=idle_seconds)
+            for token in tokens
+        ]
+        for worker in running if first_ranges else ():
+            worker.run(max_ranges=first_ranges)
+        threads = [threading.Thread(target=w.run, kwargs={"max_ranges": max_ranges}) for w in running]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout)
+        for worker in running:
+            worker.close()
+            worker.client.close()

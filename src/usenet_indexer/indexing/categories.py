@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from usenet_indexer.indexing.naming import FileKind, file_kind, looks_obfuscated
+from usenet_indexer.indexing.naming import SET_MEMBERS, FileKind, file_kind, looks_obfuscated
 
 CONSOLE = 1000
 MOVIES, MOVIES_OTHER, MOVIES_SD, MOVIES_HD, MOVIES_UHD = 2000, 2020, 2030, 2040, 2045
@@ -306,21 +306,7 @@ def _movie(name: str, three_d: bool) -> int:
 
 
 # Files that wrap content rather than being it: they say nothing about the category.
-_PACKAGING = frozenset(
-    {
-        FileKind.PAR2,
-        FileKind.PAR2_VOLUME,
-        FileKind.RAR,
-        FileKind.SEVEN_ZIP,
-        FileKind.ZIP,
-        FileKind.SPLIT,
-        FileKind.NFO,
-        FileKind.SFV,
-        FileKind.NZB,
-        FileKind.IMAGE,
-        FileKind.OTHER,
-    }
-)
+_PACKAGING = SET_MEMBERS | {FileKind.IMAGE, FileKind.OTHER}
 
 
 def _int(value: Any) -> int | None:

@@ -62,6 +62,23 @@ _RANDOM = re.compile(r"[A-Za-z0-9]{12,}")
 _LOWER_RUNS = re.compile(r"[a-z]+")
 
 
+# Kinds of files posted as members of a set, which their shared base name ties together: archives
+# and their volumes, recovery and check files. They wrap content rather than being it.
+SET_MEMBERS = frozenset(
+    {
+        FileKind.PAR2,
+        FileKind.PAR2_VOLUME,
+        FileKind.RAR,
+        FileKind.SEVEN_ZIP,
+        FileKind.ZIP,
+        FileKind.SPLIT,
+        FileKind.NFO,
+        FileKind.SFV,
+        FileKind.NZB,
+    }
+)
+
+
 def file_kind(file_name: str) -> FileKind:
     """The kind of a posted file, from its name (extension lookups: this runs once per file posted)."""
     head, dot, ext = file_name[-_TAIL:].lower().rpartition(".")
@@ -212,6 +229,7 @@ def normalise_poster(poster: str) -> str:
 
 
 __all__ = [
+    "SET_MEMBERS",
     "FileKind",
     "clean_name",
     "file_kind",

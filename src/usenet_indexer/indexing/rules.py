@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from usenet_indexer.indexing.naming import (
+    SET_MEMBERS,
     FileKind,
     clean_name,
     file_kind,
@@ -265,7 +266,7 @@ def _reading(rule: str, subject: str, m: re.Match[str]) -> SubjectMatch | None:
         if hashed is not None and (total > 1 or hashed):
             found = _title(title, raw_file, base, hashed)
             if found is not None and (
-                kind not in _SET_MEMBERS
+                kind not in SET_MEMBERS
                 or hashed
                 # a plain test first: most titles that spell out the base spell it the same way
                 or base.lower() in found.lower()
@@ -350,20 +351,6 @@ def _title(text: str, file_name: str, base: str, hashed: bool) -> str | None:
 
 
 _TITLES: dict[str, str | None] = {}
-# Kinds of files posted as members of a set, which their shared base name ties together.
-_SET_MEMBERS = frozenset(
-    {
-        FileKind.PAR2,
-        FileKind.PAR2_VOLUME,
-        FileKind.RAR,
-        FileKind.SEVEN_ZIP,
-        FileKind.ZIP,
-        FileKind.SPLIT,
-        FileKind.NFO,
-        FileKind.SFV,
-        FileKind.NZB,
-    }
-)
 
 
 # A site's banner between angle brackets (">ghost-of-usenet.org<", "<<www.town.ag>>"): a domain names

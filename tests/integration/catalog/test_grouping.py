@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import hashlib
 import random
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.support.generated import spool_posting
-from tests.support.live import live_coordinator
+from tests.support.live import live_coordinator, run_edge_workers
 from tests.support.obfuscated import RandomPosting, plan_random, post_random
 from tests.support.store import query, services_for
 from usenet_indexer.catalog.batch_store import store_batch
@@ -46,21 +45,10 @@ def found(db: Database) -> list[frozenset[str]]:
 def index_with_workers(services: Services, run: str) -> set[int]:
     """Every planned range indexed by two workers (one range each first, then both at once); the
     nodes that stored batches."""
-    tokens = [services.nodes.add(f"edge-{run}-{i}")[1] for i in range(2)]
-    with live_coordinator(services) as url:
-        workers = [
-            EdgeWorker(NodeClient(url, token), batch_articles=400, idle_seconds=0.05) for token in tokens
-        ]
-        for w in workers:
-            w.run(max_ranges=1)
-        threads = [threading.Thread(target=w.run, kwargs={"max_ranges": 100}) for w in workers]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(180)
-        for w in workers:
-            w.close()
-            w.client.close()
+    prefix = f"edge-{run}"
+    run_edge_workers(
+        services, batch_articles=400, idle_seconds=0.05, first_ranges=1, timeout=180, node_prefix=prefix
+    )
     return {int(r["node_id"]) for r in query(services.db, "SELECT DISTINCT node_id FROM batch_log")}
 
 

@@ -5,20 +5,17 @@ cancelled ones are gaps, not errors; the spool is empty at the end and the lease
 from __future__ import annotations
 
 import subprocess
-import threading
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from tests.support import inn2 as support
-from tests.support.live import live_coordinator
+from tests.support.live import run_edge_workers
 from tests.support.loops import news_service, prefetch_all
 from tests.support.store import query, services_for
 from usenet_indexer.coordinator.planner import Planner
 from usenet_indexer.coordinator.prefetcher import Prefetcher
-from usenet_indexer.edge.client import NodeClient
-from usenet_indexer.edge.worker import EdgeWorker
 from usenet_indexer.indexing import unpack_segments
 from usenet_indexer.leases.audit import audit
 
@@ -70,19 +67,7 @@ def test_every_posted_article_ends_in_the_catalog_exactly_once(
             prefetcher.close()
             news.close()
 
-        tokens = [services.nodes.add(f"edge-{i}")[1] for i in range(2)]
-        with live_coordinator(services) as url:
-            workers = [
-                EdgeWorker(NodeClient(url, token), batch_articles=300, idle_seconds=0.1) for token in tokens
-            ]
-            threads = [threading.Thread(target=w.run, kwargs={"max_ranges": 10}) for w in workers]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join(120)
-            for worker in workers:
-                worker.close()
-                worker.client.close()
+        run_edge_workers(services, batch_articles=300, max_ranges=10)
 
         assert query(services.db, "SELECT DISTINCT status FROM ranges") == [{"status": "done"}]
         assert services.spool.ranges() == []

@@ -8,22 +8,19 @@ from __future__ import annotations
 
 import html
 import re
-import threading
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tests.support import inn2 as support
-from tests.support.live import live_coordinator
+from tests.support.live import run_edge_workers
 from tests.support.loops import news_service, prefetch_all
 from tests.support.store import query, services_for
 from usenet_indexer.catalog.nzbs import nzb_bytes
 from usenet_indexer.catalog.search import SearchQuery
 from usenet_indexer.coordinator.planner import Planner
 from usenet_indexer.coordinator.prefetcher import Prefetcher
-from usenet_indexer.edge.client import NodeClient
-from usenet_indexer.edge.worker import EdgeWorker
 from usenet_indexer.indexing import unpack_segments
 
 FILES = 12
@@ -65,19 +62,7 @@ def test_a_cross_post_is_one_release_listing_both_groups(
             prefetcher.close()
             news.close()
 
-        tokens = [services.nodes.add(f"edge-{i}")[1] for i in range(2)]
-        with live_coordinator(services) as url:
-            workers = [
-                EdgeWorker(NodeClient(url, token), batch_articles=5, idle_seconds=0.1) for token in tokens
-            ]
-            threads = [threading.Thread(target=w.run, kwargs={"max_ranges": 4}) for w in workers]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join(120)
-            for worker in workers:
-                worker.close()
-                worker.client.close()
+        run_edge_workers(services, batch_articles=5, max_ranges=4)
 
         assert query(services.db, "SELECT DISTINCT status FROM ranges") == [{"status": "done"}]
         ends = query(
