@@ -123,7 +123,7 @@ def test_demo_dashboard_search_and_nzb_in_chromium(
     assert nzb.is_file() and nzb.is_relative_to(tmp_path / "data" / "demo")
     content = nzb.read_bytes()
     assert content.startswith(b"<?xml") and b"<segment " in content
-    assert int(found["probe"]) > 0  # obfuscated releases named from their PAR2 files
+    assert int(found["probe"]) > 0  # obfuscated releases named from their bodies
 
     process.send_signal(signal.SIGINT)
     assert process.wait(60) == 0
