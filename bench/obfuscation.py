@@ -134,6 +134,11 @@ def read_catalog(
         probes = {
             str(s): int(n) for s, n in db.execute("SELECT status, count(*) FROM probe_queue GROUP BY status")
         }
+        # What the probes cost: the articles and bytes they fetched (issue 16's "articles per release named").
+        articles, fetched = db.execute(
+            "SELECT COALESCE(SUM(articles), 0), COALESCE(SUM(bytes), 0) FROM probe_queue"
+        ).fetchone()
+        probes["articles"], probes["bytes"] = int(articles), int(fetched)
         found = db.execute(
             "SELECT key, name, obfuscated, complete, groups, segments, poster, first_date, posted_at, "
             "category FROM releases"
@@ -260,7 +265,14 @@ def main() -> None:
         f"releases ({mixed:,} of them mixing articles of several posted releases; {strays:,} segments "
         "of no posted release)"
     )
+    cost = {key: probes.pop(key) for key in ("articles", "bytes")}
     print(f"probes: {', '.join(f'{n:,} {status}' for status, n in sorted(probes.items())) or 'none'}")
+    done = probes.get("done", 0)
+    print(
+        f"probe cost: {cost['articles']:,} articles, {cost['bytes'] / 1e6:,.1f} MB; "
+        f"{cost['articles'] / max(done, 1):.2f} articles a release named"
+    )
+    probes.update(cost)
     print("\nreleases posted, and of them (share of posted):")
     show(table)
     emit(
