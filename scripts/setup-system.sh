@@ -11,7 +11,9 @@ cd "$(dirname "$0")/.."
 # tmux: the pseudo-terminal `run`'s live view is read from (tests/e2e/test_run_terminal.py).
 # faketime: a process with its wall clock stepped, against SQLite's lease clock (run, never linked into
 # ours: tests/integration/db/test_lease_clock.py).
-PACKAGES=(par2 nzbget chromium tmux faketime)
+# libarchive-tools (bsdtar), unar (lsar) and 7zip (7zz): the independent readers the archive reader's
+# tests prove their RAR and 7z archives against (tests/unit/indexing/test_archives.py; run, never linked).
+PACKAGES=(par2 nzbget chromium tmux faketime libarchive-tools unar 7zip)
 
 missing=()
 for package in "${PACKAGES[@]}"; do

@@ -19,7 +19,7 @@ RUNS = 3000
 
 
 def test_every_hostile_input_parser_has_a_harness() -> None:
-    assert HARNESSES == ["batch", "frames", "nntp_replies", "overview", "snapshots"]
+    assert HARNESSES == ["archives", "batch", "frames", "nntp_replies", "overview", "snapshots"]
 
 
 @pytest.mark.slow
