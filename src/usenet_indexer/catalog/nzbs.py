@@ -1,9 +1,10 @@
 """A catalog release as an NZB file: its segment blob read back into ``wire/nzb.py``'s model.
 
-The blob keeps per file its name, file counter, part total and per part the size and message-id, not
-the subjects the parts were posted under; each file's subject is written in the common posting form,
-``name [i/n] - "file" yEnc (1/parts)``, from which downloaders (SABnzbd, NZBGet) read the file's name
-between the quotes. The date is the release's first post.
+The blob keeps per file its name, file counter, part total, the subject it was posted under (its part
+counter at part 1, as NZB files show a file: the subject of its first part; issue 16) and per part the
+size and message-id. Releases stored before issue 16 have no subject (segment blob version 1): theirs is
+written in the common posting form, ``name [i/n] - "file" yEnc (1/parts)``, from which downloaders
+(SABnzbd, NZBGet) read the file's name between the quotes. The date is the release's first post.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ def nzb_release(row: Row) -> NzbRelease:
         NzbFile(
             poster=str(row["poster"]),
             date=date,
-            subject=_subject(str(row["name"]), f.name, f.index, max(file_total, f.index), f.parts_total),
+            subject=f.subject
+            or _subject(str(row["name"]), f.name, f.index, max(file_total, f.index), f.parts_total),
             groups=groups,
             segments=[NzbSegment(s.part, s.size, s.message_id) for s in f.segments()],
             name=f.name,

@@ -247,7 +247,8 @@ def release_item(base: str, hit: ReleaseHit, api_key: str, extended: bool) -> It
         attrs += [
             ("files", str(hit.files)),
             ("poster", hit.poster),
-            ("group", hit.group),
+            # Every group of a cross-post (one release, issue 16), comma-separated
+            ("group", ",".join(hit.groups) if hit.groups else hit.group),
             ("grabs", str(hit.grabs)),
             ("usenetdate", rfc822(hit.first_date if hit.first_date is not None else hit.posted_at)),
             *([("password", "1" if hit.password else "0")] if hit.password is not None else []),

@@ -37,9 +37,10 @@ it always has.
 static PyObject *s_segs, *s_mids, *s_ts, *s_poster, *s_last, *s_last_date;
 static PyObject *array_type; /* array.array */
 /* FileFragment's fields, in its order (fragment.py) */
-static PyObject *file_fields[7];
-static const char *const file_field_names[7] = {"name", "index", "parts_total", "parts", "sizes", "articles",
-                                                "message_ids"};
+#define FILE_FIELDS 8
+static PyObject *file_fields[FILE_FIELDS];
+static const char *const file_field_names[FILE_FIELDS] = {"name",     "index",       "parts_total", "parts",
+                                                          "sizes",    "articles",    "message_ids", "subject"};
 
 /* ---- small readers ------------------------------------------------------------------------------ */
 
@@ -814,7 +815,7 @@ done:
 
 PyDoc_STRVAR(segment_files_doc,
              "segment_files(data, max_text, max_id, file_type, /) -> [file_type(name, index, parts_total, parts, "
-             "sizes, articles, message_ids), ...]\n\n"
+             "sizes, articles, message_ids, subject), ...]\n\n"
              "merge.parse_segments and fragment.check_file in one pass over an inflated segment blob (a "
              "little-endian host only): the files, or ValueError saying what is wrong. A batch's blobs come "
              "from other machines; checking their columns in Python was most of the coordinator's work.");
@@ -845,7 +846,10 @@ segment_files(PyObject *module, PyObject *args)
         goto fail;                                                                                         \
     }
     NEED(8, "its head");
-    if (memcmp(p, "UIS1", 4) != 0) {
+    /* Version 2 (issue 16) adds each file's subject; version 1 (no subject) is read still: catalogs and
+       windows written before hold it, and old workers post it (merge.py). */
+    int v1 = memcmp(p, "UIS1", 4) == 0;
+    if (!v1 && memcmp(p, "UIS2", 4) != 0) {
         PyErr_SetString(PyExc_ValueError, "not a segment blob (bad magic)");
         goto fail;
     }
@@ -853,17 +857,22 @@ segment_files(PyObject *module, PyObject *args)
     memcpy(&count, p + 4, 4);
     p += 8;
     for (uint32_t f = 0; f < count; f++) {
-        NEED(2 + 8 + 8 + 4, "a file's head");
-        uint16_t name_len;
+        NEED(v1 ? 22 : 24, "a file's head");
+        uint16_t name_len, subject_len = 0;
         memcpy(&name_len, p, 2);
         int64_t index = read_i64(p + 2), parts_total = read_i64(p + 10);
         uint32_t n32;
         memcpy(&n32, p + 18, 4);
         Py_ssize_t n = n32;
-        p += 22;
+        if (!v1)
+            memcpy(&subject_len, p + 22, 2);
+        p += v1 ? 22 : 24;
         NEED(name_len, "a file name");
         const char *name = p;
         p += name_len;
+        NEED(subject_len, "a subject");
+        const char *subject = p;
+        p += subject_len;
         if (end - p < 24 * n) {
             PyErr_SetString(PyExc_ValueError, "segment blob is truncated (in a file's columns)");
             goto fail;
@@ -888,6 +897,17 @@ segment_files(PyObject *module, PyObject *args)
             chars += ((unsigned char)name[i] & 0xC0) != 0x80;
         if (chars < 1 || chars > max_text) {
             PyErr_Format(PyExc_ValueError, "file %u: the name must be 1 to %zd characters", f, max_text);
+            goto fail;
+        }
+        if (!utf8_valid((const unsigned char *)subject, subject_len)) {
+            PyErr_Format(PyExc_ValueError, "file %u: the subject is not UTF-8", f);
+            goto fail;
+        }
+        chars = 0;
+        for (Py_ssize_t i = 0; i < subject_len; i++)
+            chars += ((unsigned char)subject[i] & 0xC0) != 0x80;
+        if (chars > max_text) {
+            PyErr_Format(PyExc_ValueError, "file %u: the subject must be at most %zd characters", f, max_text);
             goto fail;
         }
         if (index < 0 || parts_total < 0) {
@@ -928,9 +948,10 @@ segment_files(PyObject *module, PyObject *args)
             PyErr_Format(PyExc_ValueError, "file %u: message-ids are not UTF-8", f);
             goto fail;
         }
-        PyObject *values[7] = {
+        PyObject *values[FILE_FIELDS] = {
             PyUnicode_DecodeUTF8(name, name_len, NULL), PyLong_FromLongLong(index),
-            PyLong_FromLongLong(parts_total), NULL, NULL, NULL, PyBytes_FromStringAndSize(ids, ids_len)};
+            PyLong_FromLongLong(parts_total), NULL, NULL, NULL, PyBytes_FromStringAndSize(ids, ids_len),
+            PyUnicode_DecodeUTF8(subject, subject_len, NULL)};
         for (int c = 0; c < 3; c++) {
             PyObject *raw = PyBytes_FromStringAndSize(cols + 8 * n * c, 8 * n);
             values[3 + c] = raw ? PyObject_CallFunction(array_type, "sO", "q", raw) : NULL;
@@ -940,15 +961,15 @@ segment_files(PyObject *module, PyObject *args)
            building it in Python from a tuple was as long as all of this function's checks. */
         PyObject *file = NULL;
         int ok = 1;
-        for (int k = 0; k < 7; k++)
+        for (int k = 0; k < FILE_FIELDS; k++)
             ok &= values[k] != NULL;
         if (ok)
             file = file_type->tp_alloc(file_type, 0);
-        for (int k = 0; k < 7 && file != NULL; k++) {
+        for (int k = 0; k < FILE_FIELDS && file != NULL; k++) {
             if (PyObject_GenericSetAttr(file, file_fields[k], values[k]) < 0)
                 Py_CLEAR(file);
         }
-        for (int k = 0; k < 7; k++)
+        for (int k = 0; k < FILE_FIELDS; k++)
             Py_XDECREF(values[k]);
         if (file == NULL || PyList_Append(files, file) < 0) {
             Py_XDECREF(file);
@@ -972,7 +993,7 @@ fail:
 PyDoc_STRVAR(segment_blob_doc,
              "segment_blob(files, /) -> bytes\n\n"
              "merge.pack_segments before its compression (a little-endian host only): the files' heads, "
-             "names, columns and message-ids in the blob's layout. In Python the per-file struct packing "
+             "names, subjects, columns and message-ids in the blob's layout. In Python the per-file struct packing "
              "and column copies were as long as compressing the result (bench/stream.py's worker).");
 
 typedef struct {
@@ -1032,22 +1053,26 @@ segment_blob(PyObject *module, PyObject *arg)
         goto done;
     }
     uint32_t count32 = (uint32_t)count;
-    if (out_put(&out, "UIS1", 4) < 0 || out_put(&out, &count32, 4) < 0)
+    if (out_put(&out, "UIS2", 4) < 0 || out_put(&out, &count32, 4) < 0)
         goto done;
     for (Py_ssize_t f = 0; f < count; f++) {
-        PyObject *file = PySequence_Fast_GET_ITEM(seq, f), *v[7] = {NULL};
+        PyObject *file = PySequence_Fast_GET_ITEM(seq, f), *v[FILE_FIELDS] = {NULL};
         int failed = 0;
-        for (int k = 0; k < 7 && !failed; k++)
+        for (int k = 0; k < FILE_FIELDS && !failed; k++)
             failed = (v[k] = PyObject_GetAttr(file, file_fields[k])) == NULL;
-        Py_ssize_t name_len = 0, n = 0;
+        Py_ssize_t name_len = 0, subject_len = 0, n = 0;
         const char *name = failed ? NULL : PyUnicode_AsUTF8AndSize(v[0], &name_len);
+        const char *subject = name == NULL ? NULL : PyUnicode_AsUTF8AndSize(v[7], &subject_len);
         long long index = 0, parts_total = 0;
         Py_buffer ids = {0};
         int have_ids = 0;
-        if (name == NULL)
+        if (name == NULL || subject == NULL)
             failed = 1;
         else if (name_len > 0xFFFF) {
             PyErr_Format(PyExc_ValueError, "file name of %zd bytes cannot be packed (limit 65535)", name_len);
+            failed = 1;
+        } else if (subject_len > 0xFFFF) {
+            PyErr_Format(PyExc_ValueError, "subject of %zd bytes cannot be packed (limit 65535)", subject_len);
             failed = 1;
         }
         if (!failed) {
@@ -1067,18 +1092,19 @@ segment_blob(PyObject *module, PyObject *arg)
                 PyErr_SetString(PyExc_ValueError, "segment_blob: message-ids too long");
         }
         if (!failed) {
-            uint16_t name16 = (uint16_t)name_len;
+            uint16_t name16 = (uint16_t)name_len, subject16 = (uint16_t)subject_len;
             int64_t index64 = index, total64 = parts_total;
             uint32_t n32 = (uint32_t)n, ids32 = (uint32_t)ids.len;
             failed = out_put(&out, &name16, 2) < 0 || out_put(&out, &index64, 8) < 0 ||
                      out_put(&out, &total64, 8) < 0 || out_put(&out, &n32, 4) < 0 ||
-                     out_put(&out, name, name_len) < 0 || out_column(&out, v[3]) < 0 ||
+                     out_put(&out, &subject16, 2) < 0 || out_put(&out, name, name_len) < 0 ||
+                     out_put(&out, subject, subject_len) < 0 || out_column(&out, v[3]) < 0 ||
                      out_column(&out, v[4]) < 0 || out_column(&out, v[5]) < 0 || out_put(&out, &ids32, 4) < 0 ||
                      out_put(&out, ids.buf, ids.len) < 0;
         }
         if (have_ids)
             PyBuffer_Release(&ids);
-        for (int k = 0; k < 7; k++)
+        for (int k = 0; k < FILE_FIELDS; k++)
             Py_XDECREF(v[k]);
         if (failed)
             goto done;
@@ -1145,7 +1171,7 @@ exec_module(PyObject *module)
     INTERN(s_poster, "poster");
     INTERN(s_last, "last");
     INTERN(s_last_date, "last_date");
-    for (int k = 0; k < 7; k++)
+    for (int k = 0; k < FILE_FIELDS; k++)
         INTERN(file_fields[k], file_field_names[k]);
 #undef INTERN
     if (array_type == NULL) {

@@ -48,6 +48,9 @@ class FileFragment:
     sizes: array[int]
     articles: array[int]
     message_ids: bytes  # b"\n".join of the message-ids, without angle brackets
+    # The subject the file was posted under, its part counter at part 1: what an NZB's <file subject>
+    # shows (issue 16: it was rebuilt from the parsed name). "" where unknown: releases stored before.
+    subject: str = ""
 
     @property
     def size(self) -> int:
@@ -126,6 +129,7 @@ def file_to_dict(f: FileFragment) -> dict[str, Any]:
         "sizes": f.sizes.tolist(),
         "articles": f.articles.tolist(),
         "message_ids": f.message_ids.decode(),
+        "subject": f.subject,
     }
 
 
@@ -227,6 +231,7 @@ def _column(obj: Any, where: str) -> array[int]:
 
 
 _FILE_FIELDS = frozenset({"name", "index", "parts_total", "parts", "sizes", "articles", "message_ids"})
+_FILE_OPTIONAL = frozenset({"subject"})  # snapshots written before issue 16 have none
 _FRAGMENT_FIELDS = frozenset(
     {
         "key",
@@ -251,7 +256,7 @@ _BATCH_FIELDS = frozenset(
 
 
 def file_from_dict(obj: Any, where: str = "file") -> FileFragment:
-    d = _fields(obj, where, _FILE_FIELDS)
+    d = _fields(obj, where, _FILE_FIELDS, _FILE_OPTIONAL)
     parts = _column(d["parts"], f"{where}.parts")
     ids = _str(d["message_ids"], f"{where}.message_ids", limit=MAX_MESSAGE_ID * max(1, len(parts)))
     return check_file(
@@ -263,6 +268,7 @@ def file_from_dict(obj: Any, where: str = "file") -> FileFragment:
             sizes=_column(d["sizes"], f"{where}.sizes"),
             articles=_column(d["articles"], f"{where}.articles"),
             message_ids=ids.encode(),
+            subject=_str(d.get("subject", ""), f"{where}.subject"),
         ),
         where,
     )
@@ -270,7 +276,8 @@ def file_from_dict(obj: Any, where: str = "file") -> FileFragment:
 
 def check_file(f: FileFragment, where: str = "file") -> FileFragment:
     """``f`` when its columns agree (one size, article and message-id per part, part numbers from 1 and
-    strictly ascending, nothing negative, names and ids within their limits); FormatError otherwise.
+    strictly ascending, nothing negative, names, subjects and ids within their limits); FormatError
+    otherwise.
 
     Shared by the dict form and the binary batch (wire/batch.py), whose columns arrive as raw arrays:
     every check is a C-level call over a column, never a Python loop over the parts."""
@@ -281,6 +288,8 @@ def check_file(f: FileFragment, where: str = "file") -> FileFragment:
         )
     if not f.name or len(f.name) > MAX_TEXT:
         raise FormatError(f"{where}.name: must be 1 to {MAX_TEXT} characters")
+    if len(f.subject) > MAX_TEXT:
+        raise FormatError(f"{where}.subject: must be at most {MAX_TEXT} characters")
     for name, value in (("index", f.index), ("parts_total", f.parts_total)):
         if not 0 <= value <= MAX_INT:
             raise FormatError(f"{where}.{name}: {value} is out of range [0, {MAX_INT}]")

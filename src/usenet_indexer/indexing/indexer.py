@@ -31,8 +31,11 @@ records the dates of its first and last article, and parsing every line's date w
 the indexing rate for values that are thrown away.
 
 Groups. A file's groups are read from the Xref of the first line of it in a batch: cross-posting is
-per post, so every part carries the same groups. The release key uses the indexing group, so a
-cross-post indexed from two groups is two releases with the same segments.
+per post, so every part carries the same groups. The release key does not hold the group (issue 16:
+a cross-post was a release per group, and a result per group in every search): a cross-post indexed
+from two groups, by two workers, gives fragments of one key, which the coordinator merges into one
+release listing every group, each part once (merge keeps one segment per part: the same article's
+message-id, whichever group's number came with it).
 """
 
 from __future__ import annotations
@@ -83,9 +86,10 @@ class IndexerError(ValueError):
     """The indexer was driven against its contract (a caller's bug, not bad data)."""
 
 
-def release_key(poster: str, collection: str, file_total: int, group: str) -> str:
-    """The stable identity of a release: the same on every worker, batch and range."""
-    text = "\0".join((normalise_poster(poster), normalise(collection), str(file_total), group))
+def release_key(poster: str, collection: str, file_total: int) -> str:
+    """The stable identity of a release: the same on every worker, batch, range and group (a cross-post
+    is one release)."""
+    text = "\0".join((normalise_poster(poster), normalise(collection), str(file_total)))
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
@@ -125,10 +129,30 @@ class _FileAcc:
     (bench/index.py, 1,000,000 lines).
     """
 
-    __slots__ = ("first", "first_date", "groups", "info", "last", "last_date", "mids", "poster", "segs", "ts")
+    __slots__ = (
+        "first",
+        "first_date",
+        "groups",
+        "info",
+        "last",
+        "last_date",
+        "mids",
+        "poster",
+        "segs",
+        "spart",
+        "subject",
+        "ts",
+    )
 
-    def __init__(self, info: _FileInfo, number: int, date: bytes, groups: tuple[str, ...]) -> None:
+    def __init__(
+        self, info: _FileInfo, number: int, date: bytes, groups: tuple[str, ...], subject: bytes, spart: int
+    ) -> None:
         self.info = info
+        # What an NZB shows for the file: the subject of its first part. The subject of the file's first
+        # line in the batch, its part counter set to 1 where that is the subject's last "(p/t)" (spart
+        # 1); else the subject of the lowest part read (spart), which every loop reads in _slow_line.
+        self.subject = subject
+        self.spart = spart
         self.segs = bytearray()  # _TRIPLE after _TRIPLE
         # Raw Message-ID fields, each followed by b"\n": fields hold no newline, so nothing is lost,
         # and nothing is an object of its own.
@@ -443,7 +467,16 @@ class RangeIndexer:
         acc = self._files.get(info.ident)
         if acc is None:
             groups = self._groups(f[fmt.xref] if fmt.xref is not None and fmt.xref < len(f) else b"")
-            acc = self._files[info.ident] = _FileAcc(info, num, f[fmt.date], groups)
+            if counter and part != 1:
+                # Zero-padded counters stay so: "(037/100)" was posted as "(001/100)" for part 1.
+                one = b"1".rjust(len(ps), b"0") if ps[:1] == b"0" else b"1"
+                subject = head + b"(" + one + b"/" + ts
+            acc = _FileAcc(info, num, f[fmt.date], groups, subject, 1 if counter else part)
+            self._files[info.ident] = acc
+        elif not counter and part < acc.spart:
+            # Lines of such subjects never take the fast loops: every loop sees each of them here.
+            acc.subject = subject
+            acc.spart = part
         if counter:
             acc.ts = ts
             acc.poster = poster
@@ -507,7 +540,7 @@ class RangeIndexer:
         if key is None:
             if len(self._keys) > _CACHE_LIMIT:
                 self._keys.clear()
-            key = self._keys[named] = release_key(poster, m.collection, m.file_total, self.group)
+            key = self._keys[named] = release_key(poster, m.collection, m.file_total)
         ident = (key, m.file_name, m.part_total)
         info = self._infos.get(ident)
         if info is None:
@@ -532,11 +565,12 @@ class RangeIndexer:
         """
         info = acc.info
         total = info.parts_total
+        subject = acc.subject.decode("utf-8", "replace")
         if self._speedups is not None:
             # What follows, for a file whose every segment is valid; None sends it through the Python.
             built = self._speedups.columns(acc.segs, acc.mids, total)
             if built is not None:
-                return FileFragment(info.name, info.file_index, total, *built)
+                return FileFragment(info.name, info.file_index, total, *built, subject)
         raw_ids = acc.message_id_fields()
         segs = acc.columns()
         parts, sizes, articles = segs[0::3], segs[1::3], segs[2::3]
@@ -558,8 +592,8 @@ class RangeIndexer:
         )
         if valid:
             if all(map(lt, part_list, part_list[1:])):
-                return FileFragment(info.name, info.file_index, total, parts, sizes, articles, ids)
-            return _in_part_order(info, part_list, sizes, articles, ids.split(b"\n"))
+                return FileFragment(info.name, info.file_index, total, parts, sizes, articles, ids, subject)
+            return _in_part_order(info, part_list, sizes, articles, ids.split(b"\n"), subject)
         keep_parts: list[int] = []
         keep_sizes: list[int] = []
         keep_articles: list[int] = []
@@ -579,7 +613,7 @@ class RangeIndexer:
                 keep_ids.append(mid)
         if not keep_parts:
             return None
-        return _in_part_order(info, keep_parts, keep_sizes, keep_articles, keep_ids)
+        return _in_part_order(info, keep_parts, keep_sizes, keep_articles, keep_ids, subject)
 
     def _date(self, raw: bytes) -> int | None:
         if raw in self._dates:
@@ -626,7 +660,12 @@ def _file_order(f: FileFragment) -> tuple[str, int]:
 
 
 def _in_part_order(
-    info: _FileInfo, parts: Sequence[int], sizes: Sequence[int], articles: Sequence[int], ids: Sequence[bytes]
+    info: _FileInfo,
+    parts: Sequence[int],
+    sizes: Sequence[int],
+    articles: Sequence[int],
+    ids: Sequence[bytes],
+    subject: str,
 ) -> FileFragment:
     """Columns sorted by (part, article), keeping the lowest article of a part posted twice."""
     if len(set(parts)) == len(parts):
@@ -650,6 +689,7 @@ def _in_part_order(
             int_array([sizes[k]]),
             int_array([articles[k]]),
             ids[k],
+            subject,
         )
     pick = itemgetter(*order)
     return FileFragment(
@@ -660,6 +700,7 @@ def _in_part_order(
         int_array(pick(sizes)),
         int_array(pick(articles)),
         b"\n".join(pick(ids)),
+        subject,
     )
 
 

@@ -86,12 +86,16 @@ def _date_back(value: int) -> int | None:
 
 
 def merge_files(x: FileFragment, y: FileFragment) -> FileFragment:
-    """The segments of both; a part in both keeps the segment with the lowest (article, size, id)."""
+    """The segments of both; a part in both keeps the segment with the lowest (article, size, id), so
+    the same article seen in two groups (a cross-post: other numbers, one message-id) is one segment.
+    The subject is the smallest known one (each is the posted subject at part 1: they differ only
+    where a poster's tags did)."""
     index = min((i for i in (x.index, y.index) if i), default=0)
+    subject = min(x.subject, y.subject) if x.subject and y.subject else x.subject or y.subject
     if x.parts and y.parts and x.parts[-1] < y.parts[0]:
-        return _concat(x, y, index)
+        return _concat(x, y, index, subject)
     if x.parts and y.parts and y.parts[-1] < x.parts[0]:
-        return _concat(y, x, index)
+        return _concat(y, x, index, subject)
     best: dict[int, tuple[int, int, str]] = {}
     for f in (x, y):
         for part, size, mid, article in f.segments():
@@ -109,10 +113,11 @@ def merge_files(x: FileFragment, y: FileFragment) -> FileFragment:
         sizes=int_array(c[1] for c in chosen),
         articles=int_array(c[0] for c in chosen),
         message_ids="\n".join(c[2] for c in chosen).encode(),
+        subject=subject,
     )
 
 
-def _concat(low: FileFragment, high: FileFragment, index: int) -> FileFragment:
+def _concat(low: FileFragment, high: FileFragment, index: int, subject: str) -> FileFragment:
     return FileFragment(
         name=low.name,
         index=index,
@@ -121,6 +126,7 @@ def _concat(low: FileFragment, high: FileFragment, index: int) -> FileFragment:
         sizes=low.sizes + high.sizes,
         articles=low.articles + high.articles,
         message_ids=low.message_ids + b"\n" + high.message_ids,
+        subject=subject,
     )
 
 
@@ -185,15 +191,21 @@ def is_complete(release: ReleaseFragment) -> bool:
 
 # ---- the segment blob ------------------------------------------------------------------------------
 #
-# zlib( "UIS1" u32:file_count, then per file:
-#        u16:name_length name(utf-8) i64:index i64:parts_total u32:n
+# zlib( "UIS2" u32:file_count, then per file:
+#        u16:name_length i64:index i64:parts_total u32:n u16:subject_length name(utf-8) subject(utf-8)
 #        n x i64 parts, n x i64 sizes, n x i64 articles, u32:ids_length ids("\n"-joined, utf-8) )
 # Little-endian. Columns of int64 compress well (zlib squeezes the high zero bytes), and packing is a
 # few C-level calls per file, so a release of 50,000 parts packs in milliseconds.
+#
+# Version 1 ("UIS1", before issue 16) has no subject_length and no subject: the catalogs and windows
+# written before hold it, and old workers post it, so it is read still (a subject of ""); it is
+# never written.
 
-_MAGIC = b"UIS1"
+_MAGIC = b"UIS2"
+_MAGIC_V1 = b"UIS1"
 _HEAD = struct.Struct("<4sI")
-_FILE = struct.Struct("<HqqI")
+_FILE = struct.Struct("<HqqIH")
+_FILE_V1 = struct.Struct("<HqqI")
 _IDS = struct.Struct("<I")
 MAX_BLOB_INFLATED = 512 * 1024 * 1024
 
@@ -227,11 +239,14 @@ def segment_blob(files: Sequence[FileFragment]) -> bytes:
     out = [_HEAD.pack(_MAGIC, len(files))]
     for f in files:
         name = f.name.encode()
-        if len(name) > 0xFFFF:
-            raise ValueError(f"file name of {len(name)} bytes cannot be packed (limit 65535)")
+        subject = f.subject.encode()
+        for what, text in (("file name", name), ("subject", subject)):
+            if len(text) > 0xFFFF:
+                raise ValueError(f"{what} of {len(text)} bytes cannot be packed (limit 65535)")
         n = len(f.parts)
-        out.append(_FILE.pack(len(name), f.index, f.parts_total, n))
+        out.append(_FILE.pack(len(name), f.index, f.parts_total, n, len(subject)))
         out.append(name)
+        out.append(subject)
         out.append(_le(f.parts))
         out.append(_le(f.sizes))
         out.append(_le(f.articles))
@@ -277,15 +292,26 @@ def parse_segments(data: bytes) -> tuple[FileFragment, ...]:
     view = memoryview(data)
     try:
         magic, count = _HEAD.unpack_from(view, 0)
-        if magic != _MAGIC:
+        if magic not in (_MAGIC, _MAGIC_V1):
             raise SegmentBlobError(f"not a segment blob (magic {bytes(magic)!r})")
+        v1 = magic == _MAGIC_V1
         at = _HEAD.size
         files = []
         for _ in range(count):
-            name_length, index, parts_total, n = _FILE.unpack_from(view, at)
-            at += _FILE.size
-            name = bytes(view[at : at + name_length]).decode()
+            if v1:
+                name_length, index, parts_total, n = _FILE_V1.unpack_from(view, at)
+                subject_length = 0
+                at += _FILE_V1.size
+            else:
+                name_length, index, parts_total, n, subject_length = _FILE.unpack_from(view, at)
+                at += _FILE.size
+            raw_name = bytes(view[at : at + name_length])
             at += name_length
+            raw_subject = bytes(view[at : at + subject_length])
+            at += subject_length
+            if len(raw_name) != name_length or len(raw_subject) != subject_length:
+                raise SegmentBlobError("segment blob is truncated")
+            name, subject = raw_name.decode(), raw_subject.decode()
             columns = []
             for _column in range(3):
                 raw = view[at : at + 8 * n]
@@ -305,7 +331,9 @@ def parse_segments(data: bytes) -> tuple[FileFragment, ...]:
             at += ids_length
             if (ids.count(b"\n") + 1 if ids else 0) != n:
                 raise SegmentBlobError(f"segment blob: file {name!r} has {n} parts but other message-ids")
-            files.append(FileFragment(name, index, parts_total, columns[0], columns[1], columns[2], ids))
+            files.append(
+                FileFragment(name, index, parts_total, columns[0], columns[1], columns[2], ids, subject)
+            )
     except (struct.error, UnicodeDecodeError) as error:
         raise SegmentBlobError(f"segment blob is truncated or corrupt: {error}") from None
     if at != len(data):

@@ -2,15 +2,26 @@
 
 A rule's subject pattern names what it extracts with named groups:
 
-``name``     the collection (release) name as posted, e.g. the text before ``[01/15]``
+``name``     the collection (release) name as posted, e.g. the name in a request post's brackets
 ``file``     the file name, usually the quoted part
+``title``    text around the file name that may name the release: used only when the file's base name
+             looks obfuscated (a hash), and then only what is left of it once tags are dropped
 ``i``, ``n`` the file counter: file i of n in the release
 ``p``, ``t`` the part counter: yEnc part p of t of the file
 ``request``  a request id such as ``[123456]``
 
 Rules are tried in order; the first whose group scope fully matches the group name and whose subject
-pattern matches wins. A rule set travels from the database to the workers as JSON, and every range
-records the version it was indexed with, so ranges can be indexed again when the rules change.
+pattern matches wins.
+
+Noise (issue 16). Posting tools wrap the usual form in tags and text: ``[PRiVATE]-[WtFnZb]-[Name]-[1/8] -
+"Name.part1.rar" yEnc (1/100)``, a size after the part counter, a channel or a password tag before the
+file counter, and that text may differ from one file of a release to the next (a prefix that held each
+file's name made each file a release of its own). So the built-in rules read the text before the counter
+or the quoted name as a ``title``, not as the ``name``, and the quoted file name decides the file and
+the release, by its base name (naming.release_base). The title, once the file's own name and tags are
+dropped from it (``_title``), names the release only where base names cannot tie the files together: a
+posting of several files ("Artist - Album [03/12] - "03 - Song.flac"": a base per track, the sample's
+albums) and a file whose base is a hash ("Name [1/6] - "fe4cf18d…" yEnc"). Tags alone never name one.
 """
 
 from __future__ import annotations
@@ -20,9 +31,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from usenet_indexer.indexing.naming import FileKind, clean_name, file_kind, looks_obfuscated, release_base
+from usenet_indexer.indexing.naming import (
+    FileKind,
+    clean_name,
+    file_kind,
+    looks_obfuscated,
+    normalise,
+    release_base,
+)
 
-GROUP_NAMES = frozenset({"name", "file", "i", "n", "p", "t", "request"})
+GROUP_NAMES = frozenset({"name", "file", "title", "i", "n", "p", "t", "request"})
 
 
 class RuleError(ValueError):
@@ -207,12 +225,14 @@ def _reading(rule: str, subject: str, m: re.Match[str]) -> SubjectMatch | None:
     groups = m.groupdict()
     raw_file = (groups.get("file") or "").strip().strip('"').strip()
     raw_name = _trimmed(groups.get("name") or "")
+    title = groups.get("title") or ""
     if not raw_file and not raw_name:
-        return None
+        # No file name (empty quotes): the text around them is all there is, as a name.
+        raw_name = _trimmed(title)
+        title = ""
+        if not raw_name:
+            return None
     file_name = raw_file or raw_name
-    # The collection is what the poster named the whole posting; without one, the file's base name,
-    # which gives every member of a set (rar volumes, par2, nfo) the same collection.
-    collection = raw_name if raw_name and raw_file else release_base(file_name)
     part = _counter(groups.get("p"))
     part_total = _counter(groups.get("t"))
     index = _counter(groups.get("i"))
@@ -223,6 +243,18 @@ def _reading(rule: str, subject: str, m: re.Match[str]) -> SubjectMatch | None:
         part, part_total = 1, 1  # a post without a part counter is a single part
     if index is None or total is None:
         index, total = 0, 0
+    kind = file_kind(file_name)
+    if raw_name and raw_file:
+        collection = raw_name  # a rule that names the release outright
+    else:
+        # The file's base name: every member of a set (rar volumes, par2, nfo) shares it, whatever
+        # noise surrounds it in each file's subject.
+        collection = release_base(file_name)
+        # A posting of several files is named by its title where it has one (text that is not the file's
+        # own name nor tags): "Artist - Album [03/12] - "03 - Song.flac"" has a base per track. So is a
+        # file whose base is a hash.
+        if title and raw_file and (total > 1 or looks_obfuscated(collection)):
+            collection = _title(title, raw_file, collection) or collection
     request = groups.get("request")
     if request is None:
         prefix = _REQUEST_PREFIX.match(subject)
@@ -239,9 +271,37 @@ def _reading(rule: str, subject: str, m: re.Match[str]) -> SubjectMatch | None:
         part_total=part_total,
         request_id=request,
         obfuscated=looks_obfuscated(shown),
-        kind=file_kind(file_name),
+        kind=kind,
         part_at=m.start("p") if "p" in groups and groups["p"] is not None else -1,
     )
+
+
+# Tags posting tools and sites put around a subject, which name nothing: request numbers and other
+# numbers, channels (#a.b.x, x@EFNet), [FULL], [PRiVATE]-[WtFnZb], counters, nzb-monkey's {{password}}.
+_NOISE = re.compile(
+    r"\[\s*(?:[\d\s/]*|[#\w.-]*@[\w.-]*|#[\w.-]*|full|repost|re-?up|private|wtfnzb|partial)\s*\]|\{\{[^{}]*\}\}",
+    re.I,
+)
+
+
+def _title(text: str, file_name: str, base: str) -> str | None:
+    """What names a release in the text around a file name: ``text`` without the file's own name and
+    tags, when what is left reads as a title (letters, not a hash); else None."""
+    # The file's own name differs from file to file (and a hash base too): left in, it would make a
+    # title per file. A readable base is what titles often begin with ("Name (2019) [FLAC]").
+    for own in (file_name, base) if looks_obfuscated(base) else (file_name,):
+        text = re.sub(re.escape(own), " ", text, flags=re.I)
+    text = clean_name(_trimmed(_NOISE.sub(" ", text)))
+    if text[:1] == "[" and text[-1:] == "]" and text.count("[") == 1:
+        text = clean_name(text[1:-1])  # "[Name]" once the tags around it are gone
+    if (
+        len(normalise(text)) < 3
+        or not any(c.isalpha() for c in text)
+        or looks_obfuscated(text)
+        or _NOISE.fullmatch(f"[{text}]")  # a rule's brackets held a tag ("[12345]-[REPOST]-[1/8]")
+    ):
+        return None
+    return text
 
 
 # The part counter is the last "(p/t)" of a subject; a greedy ".*" before it finds the last one.
@@ -250,7 +310,7 @@ _DEFAULT_RULES = (
     # [123456]-[FULL]-[#a.b.group]-[ Name ]-[01/20] - "file.rar" yEnc (1/50)
     Rule(
         "request_tagged",
-        r"^\[(?P<request>\d{3,})\](?:[-\s]*\[[^\]]*\])*?[-\s]*\[\s*(?P<name>[^\]]+?)\s*\][-\s]*"
+        r"^\[(?P<request>\d{3,})\](?:[-\s]*\[[^\]]*\])*?[-\s]*\[\s*(?P<title>[^\]]+?)\s*\][-\s]*"
         r'\[(?P<i>\d+)/(?P<n>\d+)\][-\s]*"(?P<file>[^"]*)"' + _PART,
     ),
     # [01/15] - "file.ext" yEnc (1/50)
@@ -258,23 +318,31 @@ _DEFAULT_RULES = (
         "counter_file",
         r'^\s*[\[(](?P<i>\d+)\s*/\s*(?P<n>\d+)[\])]\s*[-–:]?\s*"(?P<file>[^"]*)"' + _PART,
     ),
-    # Name - File 01 of 15 - "file.ext" yEnc (1/50). The name is greedy up to the first quote and backs
-    # off to the counter, which sits just before it: a lazy name retried the rest at every character.
+    # Title - File 01 of 15 - "file.ext" yEnc (1/50). The title is greedy up to the first quote and backs
+    # off to the counter, which sits just before it: a lazy title retried the rest at every character.
     Rule(
         "file_of",
-        r'(?i)^(?:(?P<name>[^"]*\S)\s*[-–:]?\s*)?\bFile\s+(?P<i>\d+)\s+of\s+(?P<n>\d+)\s*[-–:]?\s*'
+        r'(?i)^(?:(?P<title>[^"]*\S)\s*[-–:]?\s*)?\bFile\s+(?P<i>\d+)\s+of\s+(?P<n>\d+)\s*[-–:]?\s*'
         r'"(?P<file>[^"]*)"' + _PART,
         requires="file",
     ),
-    # Name - [01/15] - "file.ext" yEnc (1/50), and Name (01/15) "file.ext" yEnc (1/50)
+    # [PRiVATE]-[WtFnZb]-[file.ext]-[1/5] - "" yEnc (1/50): the file name in brackets, empty quotes
+    Rule(
+        "bracketed_file",
+        r'^(?P<title>[^"]*?)\[(?P<file>[^\[\]"]*?\S\.[A-Za-z0-9]{2,4})\][-\s]*[\[(](?P<i>\d+)\s*/\s*(?P<n>\d+)[\])]'
+        r'\s*[-–:]?\s*""' + _PART,
+        requires='""',
+    ),
+    # Any text - [01/15] - "file.ext" yEnc (1/50) any text, and Text (01/15) "file.ext" yEnc (1/50)
     Rule(
         "name_counter_file",
-        r'^(?P<name>[^"]*\S)\s*[-–:]?\s*[\[(](?P<i>\d+)\s*/\s*(?P<n>\d+)[\])]\s*[-–:]?\s*'
+        r'^(?P<title>[^"]*\S)\s*[-–:]?\s*[\[(](?P<i>\d+)\s*/\s*(?P<n>\d+)[\])]\s*[-–:]?\s*'
         r'"(?P<file>[^"]*)"' + _PART,
     ),
     # "file.ext" yEnc (1/50), with or without text before the quote
-    Rule("quoted_file", r'^(?P<name>[^"]*?)"(?P<file>[^"]+)"' + _PART),
-    # Name [01/15] file.ext yEnc (1/50), unquoted file name after a file counter
+    Rule("quoted_file", r'^(?P<title>[^"]*?)"(?P<file>[^"]+)"' + _PART),
+    # Name [01/15] file.ext yEnc (1/50), unquoted file name after a file counter: no quotes say where
+    # the file name ends, so the name before the counter names the release
     Rule(
         "name_counter_bare",
         r'^(?P<name>.*?\S)\s*[-–:]?\s*[\[(](?P<i>\d+)/(?P<n>\d+)[\])]\s*[-–:]?\s*(?P<file>[^\s"]\S*)'

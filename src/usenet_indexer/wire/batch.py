@@ -158,9 +158,10 @@ def check_authority(batch: Batch, *, group: str, low: int, high: int) -> Batch:
     of a popular release, with another poster and files pointing at its own message-ids, and the
     release then listed them).
 
-    - Every release's key is made here, from its poster, collection and file total and the lease's
-      group, and must be the one the fragment names: a node cannot write into a release other nodes
-      built, except with articles of its own lease that read as that release.
+    - Every release's key is made here, from its poster, collection and file total, and must be the one
+      the fragment names: a node cannot write into a release other nodes built, except with articles of
+      its own lease that read as that release. The key holds no group (a cross-post is one release, issue
+      16), and a fragment lists the lease's group among its groups.
     - Every segment, and each release's first and last article, lies within ``low``–``high``.
     - Names are made here from the collection, as the indexer makes them.
     - A probe candidate of a release in the batch names message-ids of that release's own segments (a
@@ -172,11 +173,15 @@ def check_authority(batch: Batch, *, group: str, low: int, high: int) -> Batch:
     by_key: dict[str, ReleaseFragment] = {}
     for index, fragment in enumerate(batch.fragments):
         where = f"batch.fragments[{index}]"
-        key = release_key(fragment.poster, fragment.collection, fragment.file_total, group)
+        key = release_key(fragment.poster, fragment.collection, fragment.file_total)
         if fragment.key != key:
             raise BatchError(
                 f"{where}: key {fragment.key[:64]!r} is not the key of its poster, collection and file total "
-                f"in {group} ({key}); the coordinator makes release keys itself"
+                f"({key}); the coordinator makes release keys itself"
+            )
+        if group not in fragment.groups:
+            raise BatchError(
+                f"{where}: groups {list(fragment.groups)[:8]} do not hold this lease's group {group}"
             )
         for position, file in enumerate(fragment.files):
             if file.articles and not low <= min(file.articles) <= max(file.articles) <= high:

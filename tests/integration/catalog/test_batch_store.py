@@ -86,3 +86,118 @@ def test_releases_over_many_batches_merge_to_one_runs_catalog(db: Database) -> N
     for row in rows:  # the row's figures agree with its (re-packed) blob
         files = unpack_segments(bytes(row["segments"]))
         assert int(row["parts_seen"]) == sum(len(f.parts) for f in files)
+
+
+def test_a_cross_post_from_two_groups_and_two_workers_is_one_release(db: Database) -> None:
+    """Issue 16: two ranges of two groups carry the same cross-posted articles (other numbers, the
+    same message-ids, an Xref naming both), each indexed by a worker of its own and checked against
+    its own lease: one release per set of articles, listing both groups, every segment once, one
+    search hit, and an NZB whose files list both groups."""
+    import html
+    import re
+
+    from tests.support.crosspost import cross_post
+    from usenet_indexer.catalog.nzbs import nzb_bytes
+    from usenet_indexer.catalog.search import Search, SearchQuery
+    from usenet_indexer.coordinator.newznab import release_item
+    from usenet_indexer.wire.batch import check_authority
+
+    groups = ("alt.binaries.cross.a", "alt.binaries.cross.b")
+    post = cross_post(groups)
+    ids = {}
+    with db.transaction() as tx:
+        for group in groups:
+            tx.run(
+                "group_insert",
+                {
+                    "name": group,
+                    "backfill_articles": None,
+                    "backfill_days": None,
+                    "backfill_since": None,
+                    "capture": False,
+                },
+            )
+            ids[group] = int(tx.run("group_by_name", {"name": group})[0]["id"])
+    # The second group's worker posts first, in smaller batches: the order must not matter.
+    for group, size in ((groups[1], 41), (groups[0], 10**9)):
+        low, high = post.span(group)
+        for batch in post.index(group, batch_articles=size):
+            wire = decode_batch(encode_batch(batch, 1, 1))
+            checked = check_authority(wire.batch, group=group, low=low, high=high)
+            with db.transaction() as tx:
+                store_batch(tx, ids[group], group, checked, wire.blobs)
+
+    with db.transaction(write=False) as tx:
+        rows = tx.sql("SELECT key, name, groups, group_name, segments FROM releases")
+    by_name: dict[str, int] = {}
+    seen: list[str] = []
+    for row in rows:
+        by_name[row["name"]] = by_name.get(row["name"], 0) + 1
+        assert row["groups"] == " ".join(groups)
+        seen += [mid for f in unpack_segments(bytes(row["segments"])) for mid in f.message_id_list()]
+    assert set(by_name.values()) == {1}  # a release per set of articles, not one per group
+    assert sorted(seen) == sorted(a.message_id for a in post.articles)  # every segment once
+
+    search = Search(db)
+    name = sorted(by_name)[0]
+    page = search.search(SearchQuery(text=name))
+    assert [hit.name for hit in page.hits].count(name) == 1
+    hit = next(h for h in page.hits if h.name == name)
+    assert hit.groups == groups
+    for group in groups:  # found from either group
+        assert [h.guid for h in search.search(SearchQuery(text=name, group=group)).hits].count(hit.guid) == 1
+    attrs = release_item("http://indexer.test/", hit, "k", extended=True)
+    assert ("group", ",".join(groups)) in attrs.attrs
+    row = search.segments_row(hit.guid)
+    assert row is not None
+    nzb = nzb_bytes(row).decode()
+    for listed in re.findall(r"<groups>(.*?)</groups>", nzb, re.S):
+        assert re.findall(r"<group>([^<]+)</group>", listed) == list(groups)
+    # Every file's subject as posted, at part 1 (issue 16)
+    subjects = [html.unescape(s) for s in re.findall(r'<file [^>]*subject="([^"]*)"', nzb)]
+    assert subjects
+    assert set(subjects) <= post.first_subjects()
+
+
+def test_releases_stored_before_issue_16_still_serve_nzbs_and_merge(db: Database) -> None:
+    """A catalog written before issue 16 holds version 1 segment blobs (no subjects): its NZBs are
+    written with subjects rebuilt from the names, and a fragment merged into such a release is stored
+    in version 2, the new files with their subjects."""
+    import html
+    import re
+    import struct
+    from dataclasses import replace
+
+    from usenet_indexer.catalog.nzbs import nzb_bytes
+    from usenet_indexer.compression import zlib_compress
+
+    bodies, _ = posted_batches(batch_articles=10**9)
+    add_group(db)
+    wire = decode_batch(bodies[0])
+    release = max(wire.batch.fragments, key=lambda f: len(f.files))
+    files = release.files
+    v1 = [b"UIS1", struct.pack("<I", len(files))]
+    for f in files:
+        name = f.name.encode()
+        v1 += [struct.pack("<HqqI", len(name), f.index, f.parts_total, len(f.parts)), name]
+        v1 += [f.parts.tobytes(), f.sizes.tobytes(), f.articles.tobytes()]
+        v1 += [struct.pack("<I", len(f.message_ids)), f.message_ids]
+    head = replace(wire.batch, fragments=(release,), candidates=())
+    with db.transaction() as tx:
+        group_id = int(tx.run("group_by_name", {"name": GROUP})[0]["id"])
+        store_batch(tx, group_id, GROUP, head, [zlib_compress(b"".join(v1), 1)])
+        row = tx.one("release_segments_by_key", {"key": release.key})
+    assert row is not None
+    assert all(f.subject == "" for f in unpack_segments(bytes(row["segments"])))
+    nzb = nzb_bytes(row).decode()
+    subjects = [html.unescape(s) for s in re.findall(r'<file [^>]*subject="([^"]*)"', nzb)]
+    assert len(subjects) == len(files)
+    assert all(f' - "{f.name}" yEnc (1/' in " ".join(subjects) for f in files)
+    # A later fragment of it, with subjects: merged and stored in version 2.
+    with db.transaction() as tx:
+        store_batch(tx, group_id, GROUP, replace(head, fragments=(release,)))
+        row = tx.one("release_segments_by_key", {"key": release.key})
+    assert row is not None
+    merged = unpack_segments(bytes(row["segments"]))
+    assert [f.subject for f in merged] == [f.subject for f in files]
+    assert all(f.subject for f in merged)

@@ -399,7 +399,7 @@ def _fragment(group: str, poster: str, collection: str, articles: range, key: st
         message_ids=b"\n".join(b"%s-%d@post" % (poster.encode(), a) for a in articles),
     )
     return ReleaseFragment(
-        key=key or release_key(poster, collection, 1, group),
+        key=key or release_key(poster, collection, 1),
         name=collection,
         poster=poster,
         groups=(group,),

@@ -157,8 +157,12 @@ def test_the_coordinator_makes_keys_and_names_and_checks_candidates() -> None:
     batch = single_run(scenario(4, releases=6))[0]
     low, high = batch.from_id, batch.to_id
     assert check_authority(batch, group=GROUP, low=low, high=high) == batch  # the indexer's own: as is
-    with pytest.raises(BatchError, match="makes release keys itself"):
+    # Issue 16: the key holds no group (a cross-post is one release), but a fragment names its lease's.
+    with pytest.raises(BatchError, match="do not hold this lease's group"):
         check_authority(batch, group="alt.binaries.elsewhere", low=low, high=high)
+    forged = replace(batch, fragments=(replace(batch.fragments[0], key="0" * 32),), candidates=())
+    with pytest.raises(BatchError, match="makes release keys itself"):
+        check_authority(forged, group=GROUP, low=low, high=high)
     renamed = replace(batch, fragments=(replace(batch.fragments[0], name="Something.Else"),), candidates=())
     assert (
         check_authority(renamed, group=GROUP, low=low, high=high).fragments[0].name == batch.fragments[0].name

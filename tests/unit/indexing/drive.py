@@ -79,6 +79,8 @@ class Expected:
     files: dict[str, dict[int, tuple[int, str, int]]]
     first_date: int
     last_date: int
+    # file name -> the subject its part 1 was (or would have been) posted under (issue 16)
+    subjects: dict[str, str]
 
 
 def expected(s: Scenario) -> dict[str, Expected]:
@@ -95,7 +97,7 @@ def expected(s: Scenario) -> dict[str, Expected]:
             parts.setdefault(a.part, (a.size, a.message_id, a.number))  # a repost: the first article wins
         first = min(articles, key=lambda a: a.number)
         last = max(articles, key=lambda a: a.number)
-        key = release_key(release.poster, release.collection, release.file_total, GROUP)
+        key = release_key(release.poster, release.collection, release.file_total)
         out[key] = Expected(
             key=key,
             name=clean_name(release.collection),
@@ -105,6 +107,10 @@ def expected(s: Scenario) -> dict[str, Expected]:
             files=files,
             first_date=first.date,
             last_date=last.date,
+            subjects={
+                release.files[a.file].name: sample.subject(release, release.files[a.file], 1)
+                for a in articles
+            },
         )
     return out
 

@@ -26,6 +26,7 @@ def _check(found: dict, want: dict) -> None:
         assert r.first_date == w.first_date
         assert r.last_date == w.last_date
         assert {f.name for f in r.files} == set(w.files)
+        assert {f.name: f.subject for f in r.files} == w.subjects  # as posted, at part 1
         for f in r.files:
             parts = w.files[f.name]
             assert list(f.parts) == sorted(parts)

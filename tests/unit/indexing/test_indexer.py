@@ -188,6 +188,23 @@ def test_native_fast_and_careful_loops_agree(
         assert results["native"] == results["fast"]
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_loops_agree_on_noisy_subjects(seed: int) -> None:
+    """Tags and text around the subjects (issue 16), a different choice per line, with cuts and takes:
+    the fast loop, the careful loop and the C accelerator give the same batches."""
+    from .test_speedups import noisy
+
+    rng = random.Random(seed)
+    lines = [noisy(line, rng) if rng.random() < 0.7 else line for line in LINES]
+    assert lines != list(LINES)
+    cuts = sorted(rng.sample(range(1, len(lines)), 4))
+    results = {path: index(lines, cuts, {1, 3}, path) for path in PATHS}
+    assert results["fast"] == results["careful"]
+    assert sum(len(b.fragments) for b in results["fast"]) > 0
+    if "native" in results:
+        assert results["native"] == results["fast"]
+
+
 @pytest.mark.parametrize("how", range(HOWS))
 @pytest.mark.parametrize("where", [0, 5, 41, len(LINES) - 1])
 def test_each_kind_of_damage_alone(how: int, where: int) -> None:
@@ -329,3 +346,40 @@ def test_xref_groups_kept_by_prefix_are_the_groups(xrefs: list[bytes], full: boo
     ix = RangeIndexer(GROUP, 0, 1, 0, default_rules(), OverviewFormat.from_fmt(names))
     for xref in [*xrefs, *xrefs]:  # the second time from what the first kept
         assert ix._groups(xref) == tuple(sorted({GROUP, *xref_groups(xref, full)})), xref
+
+
+def _line(number: int, subject: str, mid: str) -> bytes:
+    return (
+        f"{number}\t{subject}\tposter@example.test\tTue, 14 Nov 2023 22:13:20 -0000\t<{mid}>\t\t"
+        f"700000\t5000\tXref: news.example.com {GROUP}:{number}"
+    ).encode()
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_files_carry_the_subject_of_their_first_part_as_posted(path: str) -> None:
+    """Issue 16: a file's subject is the one it was posted under, with the part counter of part 1 (what
+    NZB files show), whichever part came first and however the poster spelled the counter; where the
+    subject's last "(" is not the part counter, the subject of the lowest part read."""
+    tags = "[PRiVATE]-[WtFnZb]-[Name]-"
+    posted = [
+        (f'{tags}[1/3] - "Name.part1.rar" yEnc (037/100) 104857600', "a37"),
+        (f'{tags}[1/3] - "Name.part1.rar" yEnc (002/100) 104857600', "a2"),
+        (f'{tags}[2/3] - "Name.part2.rar" yEnc (5/100)', "b5"),
+        (f'{tags}[2/3] - "Name.part2.rar" yEnc (1/100)', "b1"),
+        ('[3/3] - "Name.par2" yEnc (2/2) (1.2 MB)', "c2"),
+        ('[3/3] - "Name.par2" yEnc (1/2) (1.2 MB)', "c1"),
+    ]
+    lines = [_line(1000 + k, subject, f"{mid}@x") for k, (subject, mid) in enumerate(posted)]
+    ix = RangeIndexer(GROUP, 1000, 1000 + len(lines) - 1, 1000, default_rules(), native=path == "native")
+    with (
+        mock.patch.object(indexer_module, "chunk_is_clean", return_value=False)
+        if path == "careful"
+        else _null()
+    ):
+        ix.add_text(b"\r\n".join(lines) + b"\r\n", 1000 + len(lines))
+    (release,) = ix.take().fragments
+    assert {f.name: f.subject for f in release.files} == {
+        "Name.part1.rar": f'{tags}[1/3] - "Name.part1.rar" yEnc (001/100) 104857600',
+        "Name.part2.rar": f'{tags}[2/3] - "Name.part2.rar" yEnc (1/100)',
+        "Name.par2": '[3/3] - "Name.par2" yEnc (1/2) (1.2 MB)',  # the lowest part's, as read
+    }

@@ -155,3 +155,28 @@ def test_totals_estimate_missing_files() -> None:
     assert (t.files_seen, t.files_expected, t.parts_seen, t.parts_expected) == (1, 3, 12, 36)
     assert t.completion == pytest.approx(33.33)
     assert not t.complete
+
+
+def test_a_cross_post_indexed_in_two_groups_merges_into_one_release() -> None:
+    """Issue 16: the same articles in two groups (other numbers, one Xref naming both), each group
+    indexed by a worker of its own: one key per release, both groups, every segment once."""
+    from tests.support.crosspost import cross_post
+
+    post = cross_post(("alt.binaries.a", "alt.binaries.b"))
+    one = [f for b in post.index("alt.binaries.a") for f in b.fragments]
+    other = [f for b in post.index("alt.binaries.b", batch_articles=37) for f in b.fragments]
+    assert {f.key for f in one} == {f.key for f in other}
+    merged = merge_all([*one, *other])
+    alone = merge_all(one)
+    assert merged.keys() == alone.keys()
+    posted = {a.message_id for a in post.articles}
+    seen: list[str] = []
+    for key, release in merged.items():
+        assert release.groups == ("alt.binaries.a", "alt.binaries.b")
+        assert [(f.name, f.parts.tolist(), f.message_ids) for f in release.files] == [
+            (f.name, f.parts.tolist(), f.message_ids) for f in alone[key].files
+        ]
+        # The lowest article number of each part: the first group's, whose numbers are the lower.
+        assert [f.articles.tolist() for f in release.files] == [f.articles.tolist() for f in alone[key].files]
+        seen += [mid for f in release.files for mid in f.message_id_list()]
+    assert sorted(seen) == sorted(posted)  # every article once, none twice

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from usenet_indexer.indexing.naming import FileKind
+from usenet_indexer.indexing.naming import FileKind, normalise
 from usenet_indexer.indexing.rules import Rule, RuleError, RuleSet, default_rules, test
 
 G = "alt.binaries.test"
@@ -243,3 +245,178 @@ def test_rule_set_json_is_plain() -> None:
     assert data["version"] == 0
     assert [r["name"] for r in data["rules"]][:2] == ["request_tagged", "counter_file"]
     assert {"name": "file_of", "subject": data["rules"][2]["subject"], "requires": "file"} == data["rules"][2]
+
+
+# ---- noise around the usual form (issue 16) -------------------------------------------------------
+
+NOISY = [
+    # subject, file, (i, n), (p, t), the release's name (its collection)
+    (
+        '[PRiVATE]-[WtFnZb]-[Name]-[1/8] - "Name.part1.rar" yEnc (1/100)',
+        "Name.part1.rar",
+        (1, 8),
+        (1, 100),
+        "Name",
+    ),
+    # WtFnZb with empty quotes: the file name in the last brackets
+    (
+        '[PRiVATE]-[WtFnZb]-[Name.part2.rar]-[2/8] - "" yEnc (7/100)',
+        "Name.part2.rar",
+        (2, 8),
+        (7, 100),
+        "Name",
+    ),
+    # a per-file prefix: the file's own name before the counter
+    ('Name.part3.rar [3/8] - "Name.part3.rar" yEnc (1/100)', "Name.part3.rar", (3, 8), (1, 100), "Name"),
+    # Nyuu: "{comment} [{0filenum}/{files}] - "{filename}" yEnc ({part}/{parts}) {filesize}", comment empty
+    (' [03/08] - "Name.part3.rar" yEnc (2/100) 104857600', "Name.part3.rar", (3, 8), (2, 100), "Name"),
+    # ngPost's default
+    ('[1/8] - "Name.part1.rar" yEnc (1/100)', "Name.part1.rar", (1, 8), (1, 100), "Name"),
+    # newsmangler: a subject prefix before the counter
+    ('Name [5/8] - "Name.part5.rar" yEnc (1/100)', "Name.part5.rar", (5, 8), (1, 100), "Name"),
+    # JBinUp: zero-padded counters, a size after the part counter
+    (
+        'Name - [05/08] - "Name.part5.rar" yEnc (001/100) [95.37 MB]',
+        "Name.part5.rar",
+        (5, 8),
+        (1, 100),
+        "Name",
+    ),
+    # nzb-monkey's password tag, a channel and a site banner in brackets
+    (
+        '[#a.b.x@EFNet]-[FULL]-Name {{s3cret}} [6/8] - "Name.part6.rar" yEnc (9/100)',
+        "Name.part6.rar",
+        (6, 8),
+        (9, 100),
+        "Name",
+    ),
+    (
+        '[12345]-[REPOST] - [7/8] - "Name.vol00+01.par2" yEnc (1/3) (1.2 MB)',
+        "Name.vol00+01.par2",
+        (7, 8),
+        (1, 3),
+        "Name",
+    ),
+    # text after the counter only
+    ('"Name.part1.rar" yEnc (1/100) - posted by someone', "Name.part1.rar", (0, 0), (1, 100), "Name"),
+    # a hash for a file name: the title names the release (and ties its files together)
+    (
+        '[PRiVATE] My.Movie.2019 [1/6] - "fe4cf18d550791a496480fbaf1c6aa3b" yEnc (1/12)',
+        "fe4cf18d550791a496480fbaf1c6aa3b",
+        (1, 6),
+        (1, 12),
+        "My.Movie.2019",
+    ),
+    # ... but tags alone do not: the hash stays the name, for a probe to replace
+    (
+        '[PRiVATE]-[WtFnZb]-[1/6] - "fe4cf18d550791a496480fbaf1c6aa3b.part1.rar" yEnc (1/12)',
+        "fe4cf18d550791a496480fbaf1c6aa3b.part1.rar",
+        (1, 6),
+        (1, 12),
+        "fe4cf18d550791a496480fbaf1c6aa3b",
+    ),
+]
+
+
+@pytest.mark.parametrize(("subject", "file", "files", "parts", "collection"), NOISY)
+def test_noise_around_the_usual_form(
+    subject: str, file: str, files: tuple[int, int], parts: tuple[int, int], collection: str
+) -> None:
+    m = test(subject, G)
+    assert m is not None
+    assert m.file_name == file
+    assert (m.file_index, m.file_total) == files
+    assert (m.part, m.part_total) == parts
+    assert normalise(m.collection) == normalise(collection)
+
+
+def test_the_files_of_a_noisy_posting_are_one_release() -> None:
+    """Every file of a set under noise that differs from file to file reads as one release."""
+    files = ["Name.part1.rar", "Name.part2.rar", "Name.par2", "Name.vol0+1.par2", "Name.nfo"]
+    subjects = [
+        f'[PRiVATE]-[WtFnZb]-[{f}]-[{i}/5] - "{f}" yEnc (1/9) {i * 1000}' for i, f in enumerate(files, 1)
+    ] + [f'[PRiVATE]-[WtFnZb]-[{f}]-[{i}/5] - "" yEnc (2/9)' for i, f in enumerate(files, 1)]
+    readings = [test(s, G) for s in subjects]
+    assert all(r is not None for r in readings)
+    assert {normalise(r.collection) for r in readings if r} == {"name"}
+    assert [r.file_name for r in readings if r] == files + files
+
+
+_TAGS = st.sampled_from(
+    ["[PRiVATE]", "[WtFnZb]", "[FULL]", "[REPOST]", "[re-up]", "[#a.b.teevee@EFNet]", "[#a.b.x]", "[4242]",
+     "[]", "{{pw}}", "{{Secret Pass}}"]
+)  # fmt: skip
+_SEPARATORS = st.sampled_from(["", " ", "-", " - ", "|", " | ", "–", ":"])
+_WORDS = st.text(st.sampled_from("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ .-_()"), max_size=30)
+_SUFFIX = st.one_of(
+    st.just(""),
+    st.integers(0, 10**12).map(lambda n: f" {n}"),
+    st.sampled_from([" [95.37 MB]", " (95.37 MB)", " - 1.2 GB", " bytes", " yEnc", " {{pw}}"]),
+    _WORDS.map(lambda w: f" {w}" if w.strip() else ""),
+)
+_FILES = st.sampled_from(
+    ["Some.Show.S01E02.720p.WEB.h264-GRP", "Film (2019) 1080p", "a_b-c.d", "Artist - Album (2001) [FLAC]"]
+).flatmap(
+    lambda base: st.sampled_from(
+        [f"{base}.part01.rar", f"{base}.r00", f"{base}.par2", f"{base}.vol03+04.par2", f"{base}.nfo",
+         f"{base}.7z.001", f"{base}.mkv"]
+    )
+)  # fmt: skip
+
+
+@st.composite
+def _noise(draw: st.DrawFn, words: bool) -> str:
+    tokens = draw(st.lists(st.one_of(_TAGS, _WORDS) if words else _TAGS, max_size=4))
+    seps = draw(st.lists(_SEPARATORS, min_size=len(tokens) + 1, max_size=len(tokens) + 1))
+    return "".join(sep + token for sep, token in zip(seps, [*tokens, ""], strict=True))
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    file=_FILES,
+    counter=st.tuples(st.integers(1, 99), st.integers(1, 99)),
+    part=st.tuples(st.integers(1, 999), st.integers(1, 999)),
+    form=st.sampled_from(
+        ['[{i}/{n}] - "{f}" yEnc ({p}/{t})', '({i}/{n}) "{f}" yEnc ({p}/{t})', '"{f}" yEnc ({p}/{t})']
+    ),
+    prefix=_noise(words=False),
+    suffix=_SUFFIX,
+)  # fmt: skip
+def test_tags_around_a_standard_subject_change_nothing(
+    file: str, counter: tuple[int, int], part: tuple[int, int], form: str, prefix: str, suffix: str
+) -> None:
+    """Tags, dashes and brackets before the usual form, and any text after its part counter: the same
+    file, counters and release as the bare subject."""
+    (i, n), (p, t) = counter, part
+    bare = form.format(i=i, n=n, f=file, p=p, t=t)
+    plain, noisy = test(bare, G), test(prefix + bare + suffix, G)
+    assert plain is not None
+    assert noisy is not None
+    assert noisy.file_name == plain.file_name == file
+    assert (noisy.file_index, noisy.file_total, noisy.part, noisy.part_total) == (
+        plain.file_index,
+        plain.file_total,
+        p,
+        t,
+    )
+    assert normalise(noisy.collection) == normalise(plain.collection)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    base=st.sampled_from(["Some.Show.S01E02.720p.WEB.h264-GRP", "Film (2019) 1080p", "Name"]),
+    title=_noise(words=True),
+    noise=st.lists(st.tuples(_noise(words=False), _SUFFIX), min_size=6, max_size=6),
+)
+def test_words_and_tags_never_split_a_set(base: str, title: str, noise: list[tuple[str, str]]) -> None:
+    """A title (words the poster chose, the same on every file) and tags that differ from file to file:
+    the files of one set stay one release, each its own file, however the title reads."""
+    files = [f"{base}.part1.rar", f"{base}.part2.rar", f"{base}.r00", f"{base}.par2", f"{base}.vol0+1.par2",
+             f"{base}.nfo"]  # fmt: skip
+    readings = []
+    for k, (f, (tags, suffix)) in enumerate(zip(files, noise, strict=True), start=1):
+        m = test(f'{tags}{title} [{k}/6] - "{f}" yEnc (1/5){suffix}', G)
+        assert m is not None
+        assert (m.file_name, m.file_index, m.file_total) == (f, k, 6)
+        readings.append(normalise(m.collection))
+    assert len(set(readings)) == 1

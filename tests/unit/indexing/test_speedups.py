@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import random
+import re
 import shutil
 import struct
 import subprocess
@@ -21,15 +22,23 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from usenet_indexer.indexing import _native, sample
+from usenet_indexer.indexing import indexer as indexer_module
 from usenet_indexer.indexing.fragment import Batch, FileFragment, int_array
 from usenet_indexer.indexing.indexer import IndexerError, RangeIndexer, _FileAcc, _FileInfo, _ReleaseInfo
-from usenet_indexer.indexing.merge import SegmentBlobError, checked_segments, pack_segments, segment_blob
+from usenet_indexer.indexing.merge import (
+    SegmentBlobError,
+    checked_segments,
+    pack_segments,
+    segment_blob,
+    unpack_segments,
+)
 from usenet_indexer.indexing.naming import FileKind
 from usenet_indexer.indexing.overview import OverviewFormat, chunk_is_clean, split_lines
 from usenet_indexer.indexing.rules import default_rules
@@ -70,11 +79,12 @@ def both(chunks: list[tuple[int, bytes]], first: int, last: int, **kwargs: objec
 
 
 def posting_chunks(
-    seed: int, size: int, respell: float = 0.0, **post: float
+    seed: int, size: int, respell: float = 0.0, noise: float = 0.0, **post: float
 ) -> tuple[int, int, list[tuple[int, bytes]]]:
     """A generated posting as (end, text) chunks. ``respell``: the share of lines whose subject gets
     another spelling that reads as the same file (a blank more before the file name), so that the scan
-    meets one file under two heads."""
+    meets one file under two heads. ``noise``: the share of lines of quoted subjects wrapped in tags
+    and text that posting tools add (issue 16), chosen per line."""
     rng = random.Random(seed)
     plan = sample.plan(rng, 30, GROUP, max_parts=40)
     posting = sample.post(plan, rng, **post)  # type: ignore[arg-type]
@@ -84,8 +94,24 @@ def posting_chunks(
             line.replace(b' - "', b'  - "', 1) if rng.random() < respell else line
             for line in text.split(b"\r\n")
         ]
+        lines = [noisy(line, rng) if rng.random() < noise else line for line in lines]
         chunks.append((end, b"\r\n".join(lines)))
     return posting.first, posting.last, chunks
+
+
+NOISE_PREFIXES = (b"[PRiVATE]-[WtFnZb]-", b"[FULL] - ", b"{{pw}} ", b"[#a.b.x@EFNet]-[REPOST]-", b"- [] ")
+NOISE_SUFFIXES = (b"", b" 104857600", b" [95.37 MB]", b" (95.37 MB)", b" {{pw}}")
+
+
+def noisy(line: bytes, rng: random.Random) -> bytes:
+    """``line`` with tags before its subject and text after it, when the subject quotes a file name
+    (without quotes, nothing says where noise ends and the file name begins)."""
+    fields = line.split(b"\t")
+    if len(fields) < 2 or b'"' not in fields[1] or re.match(rb"\[\d{3,}\]", fields[1]):
+        # Request posts ("[123456]-...") are a form of their own; tags before them hide the request id.
+        return line
+    fields[1] = rng.choice(NOISE_PREFIXES) + fields[1] + rng.choice(NOISE_SUFFIXES)
+    return b"\t".join(fields)
 
 
 # ---- whole batches ------------------------------------------------------------------------------------
@@ -102,6 +128,7 @@ def posting_chunks(
     st.sets(st.integers(0, 30), max_size=5),
     st.integers(0, 100),
     st.sampled_from([0.0, 0.3]),
+    st.sampled_from([0.0, 0.2, 1.0]),
 )
 def test_generated_postings_give_the_same_batches(
     seed: int,
@@ -112,9 +139,10 @@ def test_generated_postings_give_the_same_batches(
     takes: set[int],
     resume: int,
     respell: float,
+    noise: float,
 ) -> None:
     first, last, chunks = posting_chunks(
-        seed, size, respell, concurrent=concurrent, shuffle=shuffle, duplicate=duplicate
+        seed, size, respell, noise, concurrent=concurrent, shuffle=shuffle, duplicate=duplicate
     )
     # A resume point inside the first chunk: the lines before it are skipped by both.
     resume_at = min(first + resume, last)
@@ -124,6 +152,30 @@ def test_generated_postings_give_the_same_batches(
 
 
 @needs_native
+@needs_native
+@pytest.mark.parametrize("seed", range(4))
+def test_noise_around_subjects_gives_the_releases_of_the_bare_posting(seed: int) -> None:
+    """Tags and text around every quoted subject (a different choice per line): the fast loop, the
+    careful loop and the C accelerator give one batch, and it holds the bare posting's releases, files
+    and segments (issue 16)."""
+    first, last, bare = posting_chunks(seed, 500, concurrent=6, shuffle=0.2)
+    _, _, wrapped = posting_chunks(seed, 500, noise=1.0, concurrent=6, shuffle=0.2)
+    assert wrapped != bare
+
+    def shape(batches: list[Batch]) -> list[tuple[str, str, tuple[tuple[str, list[int], bytes], ...]]]:
+        (batch,) = batches
+        return [
+            (r.key, r.name, tuple((f.name, f.parts.tolist(), f.message_ids) for f in r.files))
+            for r in batch.fragments
+        ]
+
+    with mock.patch.object(indexer_module, "chunk_is_clean", return_value=False):
+        careful = run(wrapped, first, last, False)  # every line through the careful loop
+    expected = shape(both(bare, first, last))
+    assert shape(both(wrapped, first, last)) == expected
+    assert shape(careful) == expected
+
+
 def test_more_files_at_once_than_the_scan_keeps_pending() -> None:
     first, last, chunks = posting_chunks(3, 10**6, concurrent=80, shuffle=0.3, duplicate=0.05)
     (batch,) = both(chunks, first, last)
@@ -304,7 +356,7 @@ def _acc(segments: list[tuple[int, int, int]], ids: list[bytes]) -> _FileAcc:
     """A file as the loops leave it."""
     release = _ReleaseInfo("k", "name", "poster", 1, None)
     info = _FileInfo(release, "file.rar", 1, 0, FileKind.OTHER, ("k", "file.rar", 0))
-    acc = _FileAcc(info, segments[0][2], b"", ())
+    acc = _FileAcc(info, segments[0][2], b"", (), b"", 1)
     for (part, size, article), mid in zip(segments, ids, strict=True):
         acc.segs += struct.pack("=3q", part, size, article)
         acc.mids += mid + b"\n"
@@ -477,10 +529,12 @@ def sound_file(draw: st.DrawFn) -> FileFragment:
         sizes=int_array(draw(st.lists(st.integers(0, 2**63 - 1), min_size=n, max_size=n))),
         articles=int_array(draw(st.lists(st.integers(0, 2**63 - 1), min_size=n, max_size=n))),
         message_ids=b"\n".join(draw(st.lists(mid, min_size=n, max_size=n))),
+        subject=draw(st.text(max_size=8)),
     )
 
 
 DAMAGE = {
+    "subject": lambda f, d: replace(f, subject=d(st.sampled_from(["x" * 8193, "é" * 8193]))),
     "name": lambda f, d: replace(f, name=d(st.sampled_from(["", "x" * 8193, "é" * 8192]))),
     "index": lambda f, d: replace(f, index=d(st.integers(-5, -1))),
     "parts_total": lambda f, d: replace(f, parts_total=-1),
@@ -549,6 +603,46 @@ def test_checked_segments_agree_on_damaged_blobs(files: list[FileFragment], data
             del raw[data.draw(st.integers(0, len(raw))) :]
     native, pure = checked_both_ways(bytes(raw))
     assert native == pure
+
+
+def v1_blob(files: list[FileFragment]) -> bytes:
+    """``files`` in the segment blob's first version (before issue 16: no subjects), as written then."""
+    out = [b"UIS1", struct.pack("<I", len(files))]
+    for f in files:
+        name = f.name.encode()
+        out += [struct.pack("<HqqI", len(name), f.index, f.parts_total, len(f.parts)), name]
+        out += [f.parts.tobytes(), f.sizes.tobytes(), f.articles.tobytes()]
+        out += [struct.pack("<I", len(f.message_ids)), f.message_ids]
+    return b"".join(out)
+
+
+@needs_native
+@PROPS
+@given(st.lists(sound_file(), max_size=3))
+def test_blobs_of_the_first_version_are_read_still(files: list[FileFragment]) -> None:
+    """Catalogs and windows hold version 1 blobs, and old workers post them: both paths read them, each
+    file with no subject; what they write is version 2."""
+    native, pure = checked_both_ways(v1_blob(files))
+    assert native == pure == tuple(replace(f, subject="") for f in files)
+    assert unpack_segments(zlib.compress(v1_blob(files))) == tuple(replace(f, subject="") for f in files)
+    assert segment_blob(files)[:4] == b"UIS2"
+    assert checked_segments(segment_blob(files)) == tuple(files)
+
+
+@needs_native
+def test_subjects_past_the_limit_are_refused_on_both_paths() -> None:
+    base = FileFragment("f.rar", 1, 1, int_array([1]), int_array([10]), int_array([5]), b"a@b")
+    fits = replace(base, subject="é" * 8192)
+    assert checked_both_ways(segment_blob([fits])) == ((fits,), (fits,))
+    assert checked_both_ways(segment_blob([replace(fits, subject="é" * 8193)])) == ("refused", "refused")
+    raw = bytearray(segment_blob([replace(base, subject="ab")]))
+    at = raw.index(b"f.rarab") + 5
+    raw[at] = 0xFF  # not UTF-8
+    assert checked_both_ways(bytes(raw)) == ("refused", "refused")
+    for cut in range(8, at + 2):  # truncated in a file's head, its name or its subject
+        assert checked_both_ways(bytes(raw[:cut])) == ("refused", "refused")
+    with pytest.raises(ValueError, match="65536 bytes cannot be packed"):
+        segment_blob([replace(base, subject="x" * 0x10000)])
 
 
 # ---- packed segment blobs (merge.segment_blob) ----------------------------------------------------
