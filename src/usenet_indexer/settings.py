@@ -149,6 +149,9 @@ class Settings(BaseSettings):
     prefetch_idle_seconds: float = Field(default=1.0, gt=0, description="Between rounds with nothing to do")
     corpus_fill_period_seconds: float = Field(default=30.0, gt=0)
     probe_period_seconds: float = Field(default=30.0, gt=0, description="Obfuscated releases' PAR2 probes")
+    grouping_period_seconds: float = Field(
+        default=10.0, gt=0, description="Loose files (per-file random names) joined into releases"
+    )
     cleanup_period_seconds: float = Field(default=60.0, gt=0)
 
     @model_validator(mode="after")

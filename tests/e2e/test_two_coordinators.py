@@ -39,7 +39,7 @@ from usenet_indexer.settings import Settings
 from usenet_indexer.storage.s3 import S3BlobStore
 
 GROUP = "alt.binaries.two.coordinators"
-LOOPS = {"planner", "prefetcher", "corpus-fill", "probe", "finish-abandoned", "spool-cleanup"}
+LOOPS = {"planner", "prefetcher", "corpus-fill", "probe", "finish-abandoned", "spool-cleanup", "grouping"}
 TTL = 3.0  # range leases
 OWNERSHIP_TTL = 6.0  # the loops' ownership leases: renewed every 2 s, taken over after 6 s
 SIZES: dict[str, Any] = {

@@ -5,11 +5,19 @@ together or not at all.
 Each release is one row, its files and segments one compressed blob (indexing/merge.py): a fragment
 is merged with what is stored (parts deduplicated by file and part number), and the totals, name and
 category are computed again. A group's batches merge one at a time (``batch_lock_group``).
+
+Two things the catalog learnt after the fragment's key was made are applied here, in the batch's
+transaction (issue 16): a key joined into another release (``release_aliases``: loose files joined by
+catalog/grouping.py) is merged under the release's key, so a member indexed again never comes back;
+and files the probe renamed (``releases.file_names``) are renamed in the fragment first, so that its
+files meet theirs.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from usenet_indexer.db import Row, Tx
@@ -88,6 +96,53 @@ def release_row(release: ReleaseFragment, group: str, blob: bytes | None = None)
     }
 
 
+def _aliases(tx: Tx, keys: Sequence[str]) -> dict[str, str]:
+    """The keys among ``keys`` joined into another release, and that release's key."""
+    out: dict[str, str] = {}
+    ordered = sorted(set(keys))
+    for at in range(0, len(ordered), KEYS_PER_QUERY):
+        chunk = ordered[at : at + KEYS_PER_QUERY]
+        for row in tx.run("release_aliases_by_keys", {"keys": tx.array(chunk)}):
+            out[str(row["member_key"])] = str(row["release_key"])
+    return out
+
+
+def _aliased(
+    tx: Tx, fragments: dict[str, ReleaseFragment], packed: dict[str, bytes]
+) -> tuple[dict[str, ReleaseFragment], dict[str, bytes]]:
+    """``fragments`` with every aliased key replaced by its release's (merged where several meet)."""
+    aliases = _aliases(tx, list(fragments))
+    if not aliases:
+        return fragments, packed
+    out: dict[str, ReleaseFragment] = {}
+    blobs: dict[str, bytes] = {}
+    for key, fragment in fragments.items():
+        target = aliases.get(key, key)
+        moved = fragment if target == key else replace(fragment, key=target)
+        held = out.get(target)
+        out[target] = moved if held is None else merge(held, moved)
+        if held is None and target == key and key in packed:
+            blobs[key] = packed[key]
+        else:
+            blobs.pop(target, None)  # merged or moved: packed again from the merged files
+    return out, blobs
+
+
+def renamed(fragment: ReleaseFragment, file_names: str | None) -> ReleaseFragment:
+    """``fragment`` with its files renamed as the probe renamed the stored release's (``file_names``:
+    JSON, posted name → real name)."""
+    if not file_names:
+        return fragment
+    names: dict[str, str] = json.loads(file_names)
+    if not any(f.name in names for f in fragment.files):
+        return fragment
+    files = sorted(
+        (replace(f, name=names.get(f.name, f.name)) for f in fragment.files),
+        key=lambda f: (f.name, f.parts_total),
+    )
+    return replace(fragment, files=tuple(files))
+
+
 def store_batch(
     tx: Tx, group_id: int, group: str, batch: Batch, blobs: Sequence[bytes] = ()
 ) -> Mapping[str, Any]:
@@ -103,6 +158,7 @@ def store_batch(
             packed[fragment.key] = blobs[index]
         else:
             packed.pop(fragment.key, None)
+    fragments, packed = _aliased(tx, fragments, packed)
     existing: dict[str, Row] = {}
     keys = sorted(fragments)  # sorted: row locks always taken in one order, never a deadlock
     for at in range(0, len(keys), KEYS_PER_QUERY):
@@ -117,14 +173,19 @@ def store_batch(
         if stored is None:
             inserts.append(release_row(fragment, group, packed.get(key)))
         else:
-            merged = merge(stored_fragment(stored), fragment)
+            merged = merge(stored_fragment(stored), renamed(fragment, stored["file_names"]))
             updates.append({**release_row(merged, group), "id": stored["id"]})
     tx.executemany("release_insert", inserts)
     tx.executemany("release_update", updates)
+    moved = _aliases(tx, [c.key for c in batch.candidates]) if batch.candidates else {}
     tx.executemany(
         "probe_enqueue",
         [
-            {"key": c.key, "par2_message_id": c.par2_message_id, "nfo_message_id": c.nfo_message_id}
+            {
+                "key": moved.get(c.key, c.key),
+                "par2_message_id": c.par2_message_id,
+                "nfo_message_id": c.nfo_message_id,
+            }
             for c in batch.candidates
         ],
     )

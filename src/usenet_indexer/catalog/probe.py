@@ -1,25 +1,49 @@
-"""Probing obfuscated releases: the PAR2 index file names the real files.
+"""Probing releases whose subjects do not name them: their article bodies do (issue 16).
 
-Releases whose subjects carry hashes or random strings are queued by the batch store with the
-message-id of their PAR2 index file's first segment. A probe fetches that article's body, decodes the
-yEnc (CRC checked), reads the File Description packets (indexing/par2.py) and renames the release after
-its main files; the category is worked out again from the real names. Merges keep a probed name
-(``name_source``), whatever later fragments say.
+Two kinds of releases are queued: obfuscated ones whose subjects show a PAR2 file (the batch store
+queues them with its first segment's message-id), and releases joined from files posted under random
+names of their own (catalog/grouping.py queues them with none). A probe (indexing/bodies.py decides,
+this fetches, every body through ``fetch_body``: the news pool's BODY):
+
+1. the PAR2 index: the article the subject named, else the first articles of the release's smallest
+   files, until one starts with the PAR2 magic; its File Description packets give the real names,
+   sizes and 16 KiB hashes;
+2. the first article of each file posted under a random name: its yEnc ``name=`` and ``size=``, and
+   the MD5 of its first 16 KiB, matched to the PAR2's entries;
+3. the release renamed (``name_source`` 'par2' or 'yenc': later merges keep it), its files renamed in
+   its segment blob (the NZB then carries the real names) and the map kept (``file_names``, which the
+   batch store applies to fragments that come later), its category worked out again from the real
+   names.
+
+At most ``bodies.MAX_ARTICLES`` articles per release; what each probe fetched (articles, bytes) is
+kept on its queue row for /metrics and the dashboard. Failures are retried three times, then kept
+with the reason. A candidate comes from an edge node: the articles fetched are always the stored
+release's own (issue 15).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
+import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from usenet_indexer.catalog.batch_store import search_name
+from usenet_indexer.catalog.batch_store import search_name, stored_fragment
 from usenet_indexer.db import Database
 from usenet_indexer.db.database import Fence
-from usenet_indexer.indexing import unpack_segments
+from usenet_indexer.indexing import pack_segments, unpack_segments
+from usenet_indexer.indexing.bodies import (
+    BodyNames,
+    FirstPart,
+    apply_renames,
+    fetch_plan,
+    first_part,
+    name_files,
+    par2_index,
+    release_name,
+)
 from usenet_indexer.indexing.categories import categorize
-from usenet_indexer.indexing.naming import FileKind, file_kind, looks_obfuscated, release_base
+from usenet_indexer.indexing.fragment import FileFragment
 from usenet_indexer.indexing.par2 import Par2Error, read_par2
 from usenet_indexer.logs import get_logger
 from usenet_indexer.nntp.yenc import YEncError, decode
@@ -28,6 +52,7 @@ log = get_logger(__name__)
 
 MAX_ATTEMPTS = 3
 STALE_SECONDS = 600.0  # a probe "working" this long was abandoned by a coordinator that died
+FETCHES_AT_ONCE = 4  # a probe's BODY requests in flight: the pool is shared with the prefetcher
 
 
 class ProbeFailed(Exception):
@@ -39,6 +64,9 @@ class ProbeResult:
     key: str
     name: str | None
     error: str | None
+    articles: int = 0
+    bytes: int = 0
+    files_renamed: int = 0
 
 
 def name_from_par2(par2: bytes) -> tuple[str, list[str]]:
@@ -50,14 +78,17 @@ def name_from_par2(par2: bytes) -> tuple[str, list[str]]:
     names = [f.name for f in index.files if f.name]
     if not names:
         raise ProbeFailed("the PAR2 describes no file")
-    # The base most of the payload files share ("x.part01.rar" … "x.part12.rar" → "x"); par2 and
-    # small extras (nfo, sfv) do not vote.
-    payload = [n for n in names if file_kind(n) not in (FileKind.PAR2, FileKind.NFO, FileKind.SFV)] or names
-    votes = Counter(release_base(n.rsplit("/", 1)[-1]) for n in payload)
-    name = votes.most_common(1)[0][0].strip()
-    if not name or looks_obfuscated(name):
-        raise ProbeFailed(f"the PAR2 names only obfuscated files ({name!r})")
+    name = release_name(names)
+    if name is None:
+        raise ProbeFailed("the PAR2 names only obfuscated files")
     return name, names
+
+
+@dataclass
+class _Cost:
+    articles: int = 0
+    bytes: int = 0
+    parts: list[FirstPart] = field(default_factory=list)
 
 
 class Prober:
@@ -81,51 +112,114 @@ class Prober:
         with self.db.transaction(fence=self.fence) as tx:
             return tx.run("probe_take", {"n": self.batch, "stale": STALE_SECONDS})
 
-    def _segment_of(self, key: str, message_id: str) -> None:
-        """ProbeFailed unless ``message_id`` is a segment of the stored release ``key``: a candidate
-        comes from an edge node, and a probe renames the release from the article it names."""
+    def _files_of(self, key: str) -> tuple[FileFragment, ...]:
         with self.db.transaction(write=False) as tx:
             row = tx.one("release_segments_by_key", {"key": key})
         if row is None:
             raise ProbeFailed("the release is not in the catalog (yet)")
-        for file in unpack_segments(bytes(row["segments"])):
-            if message_id in file.message_id_list():
-                return
-        raise ProbeFailed(f"{message_id[:100]!r} is not an article of the release")
+        return unpack_segments(bytes(row["segments"]))
+
+    async def _first_part(self, posted: str, message_id: str, cost: _Cost) -> FirstPart | None:
+        """The first article of a file, decoded; None when it is not yEnc (counted all the same)."""
+        # The catalog keeps message-ids without brackets (as NZB files want them); BODY needs them.
+        bracketed = message_id if message_id.startswith("<") else f"<{message_id}>"
+        body = await self.fetch_body(bracketed)
+        cost.articles += 1
+        cost.bytes += len(body)
+        try:
+            decoded = decode(body)
+        except YEncError:
+            return None
+        part = first_part(posted, decoded.data, decoded.name, decoded.size, decoded.begin)
+        cost.parts.append(part)
+        return part
+
+    async def _read(self, key: str, par2_message_id: str, cost: _Cost) -> BodyNames:
+        files = await asyncio.to_thread(self._files_of, key)
+        mid = par2_message_id.strip("<>")
+        if mid and not any(mid in f.message_id_list() for f in files):
+            raise ProbeFailed(f"{mid[:100]!r} is not an article of the release")
+        plan = fetch_plan(files, mid)
+        index = None
+        tried = 0
+        for posted, message_id in plan.par2:
+            tried += 1
+            part = await self._first_part(posted, message_id, cost)
+            if part is not None and part.par2 is not None and part.par2.files:
+                index = part.par2
+                break
+            if mid:  # the subject's PAR2 file, which is not one
+                raise ProbeFailed("the PAR2 article holds no PAR2 file description")
+        # The small files not reached are read like the others: their first articles may name them.
+        rest = [*plan.par2[tried:], *plan.others] if not mid else list(plan.others)
+        limit = asyncio.Semaphore(FETCHES_AT_ONCE)
+
+        async def one(posted: str, message_id: str) -> None:
+            async with limit:
+                await self._first_part(posted, message_id, cost)
+
+        await asyncio.gather(*(one(posted, m) for posted, m in rest))
+        found = name_files(cost.parts, index or par2_index(cost.parts))
+        if found.name is None:
+            what = "a PAR2 index" if index is not None else f"no PAR2 index in {len(plan.par2)} small files"
+            raise ProbeFailed(
+                f"the bodies name nothing: {what}, {len(found.renames)} of {len(files)} files named "
+                f"by their first articles"
+            )
+        return found
 
     async def probe(self, key: str, par2_message_id: str) -> ProbeResult:
+        cost = _Cost()
         try:
-            await asyncio.to_thread(self._segment_of, key, par2_message_id.strip("<>"))
-            # The catalog keeps message-ids without brackets (as NZB files want them); BODY needs them.
-            bracketed = par2_message_id if par2_message_id.startswith("<") else f"<{par2_message_id}>"
-            body = await self.fetch_body(bracketed)
-            try:
-                data = decode(body).data
-            except YEncError as error:
-                raise ProbeFailed(f"the PAR2 article does not decode: {error}") from None
-            name, files = name_from_par2(data)
+            found = await self._read(key, par2_message_id, cost)
         except ProbeFailed as failed:
-            return ProbeResult(key, None, str(failed))
+            return ProbeResult(key, None, str(failed), cost.articles, cost.bytes)
         except Exception as error:  # the news server: missing article, timeouts, dropped connections
-            return ProbeResult(key, None, f"{type(error).__name__}: {error}")
-        category = categorize(name, files)
+            return ProbeResult(key, None, f"{type(error).__name__}: {error}", cost.articles, cost.bytes)
+        assert found.name is not None
+        renamed = await asyncio.to_thread(self._rename, key, found, cost)
+        return ProbeResult(key, found.name, None, cost.articles, cost.bytes, renamed)
+
+    def _rename(self, key: str, found: BodyNames, cost: _Cost) -> int:
+        """The release and its files renamed, under the group's merge lock (a batch merging into the
+        release meanwhile would otherwise be overwritten by the blob read before it); files renamed."""
+        assert found.name is not None
         with self.db.transaction(fence=self.fence) as tx:
+            # The group's merge lock before the row's, in the batch store's order.
+            head = tx.one("release_group_by_key", {"key": key})
+            group = None if head is None else tx.one("group_by_name", {"name": str(head["group_name"])})
+            if group is not None:
+                tx.execute("batch_lock_group", {"group_id": int(group["id"])})
+            rows = tx.run("releases_by_keys", {"keys": tx.array([key])})
+            if not rows:  # gone meanwhile (joined into another release): nothing to name
+                tx.execute("probe_done", {"key": key, "articles": cost.articles, "bytes": cost.bytes})
+                return 0
+            row = rows[0]
+            stored = stored_fragment(row)
+            held, files = apply_renames(stored.files, found.renames)
+            known = json.loads(row["file_names"]) if row["file_names"] else {}
+            known.update(held)
+            names = sorted({*found.files, *(f.name for f in files)})
+            category = categorize(found.name, names)
+            packed = pack_segments(files, level=1) if held else bytes(row["segments"])
             tx.execute(
-                "release_rename",
+                "release_probed",
                 {
                     "key": key,
-                    "name": name,
-                    "search_name": search_name(name),
-                    "source": "par2",
+                    "name": found.name,
+                    "search_name": search_name(found.name),
+                    "source": found.source,
                     "category": category.id,
                     "season": category.season,
                     "episode": category.episode,
                     "year": category.year,
                     "resolution": category.resolution,
+                    "segments": packed,
+                    "file_names": json.dumps(known, sort_keys=True) if known else None,
                 },
             )
-            tx.execute("probe_done", {"key": key})
-        return ProbeResult(key, name, None)
+            tx.execute("probe_done", {"key": key, "articles": cost.articles, "bytes": cost.bytes})
+        return len(held)
 
     async def run_once(self) -> list[ProbeResult]:
         """One round: up to ``batch`` candidates probed concurrently."""
@@ -138,11 +232,27 @@ class Prober:
             with self.db.transaction(fence=self.fence) as tx:
                 tx.executemany(
                     "probe_failed",
-                    [{"key": r.key, "error": r.error[:500], "max_attempts": MAX_ATTEMPTS} for r in failed],  # type: ignore[index]
+                    [
+                        {
+                            "key": r.key,
+                            "error": (r.error or "")[:500],
+                            "max_attempts": MAX_ATTEMPTS,
+                            "articles": r.articles,
+                            "bytes": r.bytes,
+                        }
+                        for r in failed
+                    ],
                 )
         for result in results:
             if result.error is None:
-                log.info("probe.named", release=result.key, name=result.name)
+                log.info(
+                    "probe.named",
+                    release=result.key,
+                    name=result.name,
+                    files_renamed=result.files_renamed,
+                    articles=result.articles,
+                    bytes=result.bytes,
+                )
             else:
-                log.warning("probe.failed", release=result.key, error=result.error)
+                log.warning("probe.failed", release=result.key, error=result.error, articles=result.articles)
         return list(results)

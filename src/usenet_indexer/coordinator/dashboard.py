@@ -61,6 +61,37 @@ class Worker:
 
 
 @dataclass
+class Probes:
+    """Releases named from their bodies (issue 16), and what naming them cost."""
+
+    named: int = 0
+    pending: int = 0  # queued or being probed
+    failed: int = 0
+    articles: int = 0  # bodies fetched, by every probe
+    bytes: int = 0
+    joined: int = 0  # releases joined from loose files (catalog/grouping.py)
+
+    @property
+    def articles_per_named(self) -> float:
+        return self.articles / self.named if self.named else 0.0
+
+
+def probes_of(rows: list[Row], joined: Row | None) -> Probes:
+    out = Probes(joined=int(joined["releases"]) if joined else 0)
+    for r in rows:
+        status, n = str(r["status"]), int(r["n"])
+        if status == "done":
+            out.named += n
+        elif status == "failed":
+            out.failed += n
+        else:
+            out.pending += n
+        out.articles += int(r["articles"])
+        out.bytes += int(r["bytes"])
+    return out
+
+
+@dataclass
 class Dashboard:
     now: float
     groups: list[GroupProgress]
@@ -75,6 +106,7 @@ class Dashboard:
     spool_bytes: int
     headers_per_second: float = 0.0
     live_workers: int = 0
+    probes: Probes = field(default_factory=Probes)
     rate_window: float = RATE_WINDOW_SECONDS
     errors: list[str] = field(default_factory=list)
 
@@ -92,6 +124,7 @@ def dashboard(services: Services) -> Dashboard:
         leases = tx.run("dashboard_leases")
         failed = tx.run("dashboard_failed")
         catalog = tx.one("dashboard_catalog")
+        probes = probes_of(tx.run("metrics_probes"), tx.one("metrics_joined"))
     assert catalog is not None
     by_group: dict[int, list[Work]] = {}
     for b in work:
@@ -146,6 +179,7 @@ def dashboard(services: Services) -> Dashboard:
         spool_bytes=spool,
         headers_per_second=sum(w.headers_per_second for w in found),
         live_workers=sum(1 for w in found if w.live),
+        probes=probes,
     )
 
 

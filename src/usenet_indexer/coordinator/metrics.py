@@ -56,6 +56,8 @@ class StoreCollector(Collector):
         with self.services.db.transaction(write=False) as tx:
             statuses = tx.run("metrics_ranges")
             live = tx.one("metrics_live_workers", {"ttl": self.services.settings.lease_ttl_seconds})
+            probes = tx.run("metrics_probes")
+            joined = tx.one("metrics_joined")
         ranges = GaugeMetricFamily("usenet_indexer_ranges", "Ranges by status", labels=["status"])
         for row in statuses:
             ranges.add_metric([row["status"]], int(row["n"]))
@@ -64,6 +66,31 @@ class StoreCollector(Collector):
             "usenet_indexer_live_leases",
             "Leases heartbeated within the TTL",
             value=int(live["n"] if live else 0),
+        )
+        # Probes (issue 16): how many, and what their bodies cost the news account.
+        count = GaugeMetricFamily("usenet_indexer_probes", "Probes by status", labels=["status"])
+        articles = GaugeMetricFamily(
+            "usenet_indexer_probe_articles", "Articles fetched by probes, by their status", labels=["status"]
+        )
+        fetched = GaugeMetricFamily(
+            "usenet_indexer_probe_bytes", "Bytes fetched by probes, by their status", labels=["status"]
+        )
+        for row in probes:
+            count.add_metric([row["status"]], int(row["n"]))
+            articles.add_metric([row["status"]], int(row["articles"]))
+            fetched.add_metric([row["status"]], int(row["bytes"]))
+        yield count
+        yield articles
+        yield fetched
+        yield GaugeMetricFamily(
+            "usenet_indexer_joined_releases",
+            "Releases joined from loose files (per-file random names)",
+            value=int(joined["releases"] if joined else 0),
+        )
+        yield GaugeMetricFamily(
+            "usenet_indexer_joined_files",
+            "Loose files joined into releases",
+            value=int(joined["members"] if joined else 0),
         )
         if time.monotonic() - self._spool_at > SPOOL_SIZE_EVERY_SECONDS:
             self._spool_size = self.services.spool.size()

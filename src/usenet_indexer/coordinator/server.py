@@ -14,6 +14,7 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from usenet_indexer.catalog.grouping import Grouper
 from usenet_indexer.catalog.probe import Prober
 from usenet_indexer.coordinator.cleanup import SpoolCleanup
 from usenet_indexer.coordinator.corpus_fill import CorpusFill
@@ -123,6 +124,8 @@ def background_loops(services: Services, news: NewsService | None = None) -> Loo
     )
     runner.add("finish-abandoned", min(30.0, ttl / 2), cleanup.finish_abandoned)
     runner.add("spool-cleanup", settings.cleanup_period_seconds, cleanup.sweep)
+    grouper = Grouper(services.db, fence=runner.fence("grouping"))
+    runner.add("grouping", settings.grouping_period_seconds, grouper.work)
     servers = settings.news_servers()
     if news is None and servers:
         news = NewsService(servers)

@@ -45,6 +45,7 @@ DEMO_SETTINGS = {
     "tail_min_articles": 1,
     "planner_period_seconds": 3.0,
     "probe_period_seconds": 2.0,
+    "grouping_period_seconds": 2.0,
     "prefetch_idle_seconds": 0.5,
     # Sample data on loopback: the catalog is open, to look at without an account (a real indexer's
     # is private: users sign in).

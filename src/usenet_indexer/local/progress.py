@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from usenet_indexer.catalog.grouping import Grouper
 from usenet_indexer.coordinator.services import Services
 
 RATE_WINDOW_SECONDS = 10.0
@@ -78,6 +79,7 @@ class Snapshot:
     complete: int
     probes: dict[str, int] = field(default_factory=dict)
     average_rate: float = 0.0  # articles/s from the first batch this run saw to the last
+    grouping_pending: int = 0  # loose files whose bursts are final but not joined yet
 
     @property
     def read(self) -> int:
@@ -94,12 +96,14 @@ class Snapshot:
     @property
     def done(self) -> bool:
         """Every enabled group read from the news server at least once (or failing there) and every
-        range of it done or failed, and no obfuscated release still waiting for its probe."""
+        range of it done or failed, no loose file waiting to be joined into its release, and no
+        obfuscated release still waiting for its probe."""
         enabled = [g for g in self.groups if g.enabled]
         return (
             bool(enabled)
             and all((g.planned or g.error) and g.pending_ranges == 0 for g in enabled)
             and self.probes_pending == 0
+            and self.grouping_pending == 0
         )
 
 
@@ -151,6 +155,9 @@ class ProgressReader:
             catalog = tx.one("dashboard_catalog")
             found = {int(r["group_id"]): int(r["releases"]) for r in tx.run("dashboard_group_releases")}
             probes = {str(r["status"]): int(r["n"]) for r in tx.run("dashboard_probes")}
+        # Read only once nothing else is left: the grouping loop joins what is final within a pass.
+        idle = all(sum(s.ranges.get(k, 0) for k in ("planned", "leased")) == 0 for s in summaries)
+        grouping = Grouper(services.db).pending() if idle else 0
         at = time.monotonic()
         by_lane = {(int(r["group_id"]), str(r["lane"])): r for r in lanes}
         lane_rate = self._lanes.add(at, {key: float(r["read"]) for key, r in by_lane.items()})
@@ -205,4 +212,5 @@ class ProgressReader:
             complete=int(catalog["complete"]),
             probes=probes,
             average_rate=average,
+            grouping_pending=grouping,
         )

@@ -212,6 +212,7 @@ async def test_serve_runs_the_news_loops(services: Services) -> None:
         assert {loop.name for loop in runner.loops} == {
             "finish-abandoned",
             "spool-cleanup",
+            "grouping",
             "planner",
             "prefetcher",
             "corpus-fill",

@@ -55,5 +55,13 @@ UPDATE nodes SET enabled = :enabled WHERE name = :name RETURNING id
 -- name: metrics_ranges
 SELECT status, count(*) AS n FROM ranges GROUP BY status
 
+-- name: metrics_probes
+-- Probes by status, and what they fetched (issue 16): bodies cost the news account's bandwidth.
+SELECT status, count(*) AS n, COALESCE(SUM(articles), 0) AS articles, COALESCE(SUM(bytes), 0) AS bytes
+FROM probe_queue GROUP BY status
+
+-- name: metrics_joined
+SELECT count(*) AS members, count(DISTINCT release_key) AS releases FROM release_aliases
+
 -- name: metrics_live_workers
 SELECT count(*) AS n FROM ranges WHERE status = 'leased' AND heartbeat_at >= {now} - :ttl

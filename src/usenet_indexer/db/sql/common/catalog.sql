@@ -20,7 +20,8 @@ SET name = CASE WHEN name_source = 'subject' THEN :name ELSE name END,
     files_expected = :files_expected, parts_seen = :parts_seen, parts_expected = :parts_expected,
     completion = :completion, complete = :complete, size = :size, first_article = :first_article,
     last_article = :last_article, first_date = :first_date, last_date = :last_date,
-    posted_at = COALESCE(:first_date, posted_at), obfuscated = :obfuscated, request_id = :request_id,
+    posted_at = COALESCE(:first_date, posted_at),
+    obfuscated = CASE WHEN name_source = 'subject' THEN :obfuscated ELSE obfuscated END, request_id = :request_id,
     category = CASE WHEN name_source = 'subject' THEN :category ELSE category END,
     season = COALESCE(:season, season), episode = COALESCE(:episode, episode),
     episode_last = COALESCE(:episode_last, episode_last), year = COALESCE(:year, year),
@@ -34,18 +35,26 @@ INSERT INTO probe_queue (release_key, par2_message_id, nfo_message_id, created_a
 VALUES (:key, :par2_message_id, :nfo_message_id, {now}, {now})
 ON CONFLICT (release_key) DO NOTHING
 
--- name: release_rename
+-- name: release_group_by_key
+SELECT group_name FROM releases WHERE key = :key
+
+-- name: release_probed
+-- Named from its bodies (catalog/probe.py): the name, its category, and the files renamed in the blob;
+-- file_names keeps the renames for fragments that come later (batch_store.renamed).
 UPDATE releases
 SET name = :name, search_name = :search_name, name_source = :source, category = :category,
     season = COALESCE(:season, season), episode = COALESCE(:episode, episode), year = COALESCE(:year, year),
-    resolution = COALESCE(:resolution, resolution), obfuscated = false, updated_at = {now}
+    resolution = COALESCE(:resolution, resolution), obfuscated = false, segments = :segments,
+    file_names = :file_names, updated_at = {now}
 WHERE key = :key
 
 -- name: probe_done
-UPDATE probe_queue SET status = 'done', error = NULL, updated_at = {now} WHERE release_key = :key
+UPDATE probe_queue
+SET status = 'done', error = NULL, articles = articles + :articles, bytes = bytes + :bytes, updated_at = {now}
+WHERE release_key = :key
 
 -- name: probe_failed
 UPDATE probe_queue
 SET status = CASE WHEN attempts >= :max_attempts THEN 'failed' ELSE 'queued' END, error = :error,
-    updated_at = {now}
+    articles = articles + :articles, bytes = bytes + :bytes, updated_at = {now}
 WHERE release_key = :key

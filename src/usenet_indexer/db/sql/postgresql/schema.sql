@@ -395,6 +395,8 @@ CREATE TABLE public.probe_queue (
     error text,
     created_at double precision NOT NULL,
     updated_at double precision NOT NULL,
+    articles integer DEFAULT 0 NOT NULL,
+    bytes bigint DEFAULT '0'::bigint NOT NULL,
     CONSTRAINT probe_queue_status CHECK ((status = ANY (ARRAY['queued'::text, 'working'::text, 'done'::text, 'failed'::text])))
 );
 
@@ -435,6 +437,12 @@ CREATE SEQUENCE public.ranges_id_seq
 
 ALTER SEQUENCE public.ranges_id_seq OWNED BY public.ranges.id;
 
+CREATE TABLE public.release_aliases (
+    member_key text NOT NULL,
+    release_key text NOT NULL,
+    created_at double precision NOT NULL
+);
+
 CREATE TABLE public.releases (
     id bigint NOT NULL,
     key text NOT NULL,
@@ -473,7 +481,9 @@ CREATE TABLE public.releases (
     updated_at double precision NOT NULL,
     search_vector tsvector GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, search_name)) STORED,
     listed_at double precision,
-    episode_last integer
+    episode_last integer,
+    loose_settled boolean DEFAULT false NOT NULL,
+    file_names text
 );
 
 CREATE SEQUENCE public.releases_id_seq
@@ -621,6 +631,9 @@ ALTER TABLE ONLY public.ranges
 ALTER TABLE ONLY public.ranges
     ADD CONSTRAINT ranges_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY public.release_aliases
+    ADD CONSTRAINT release_aliases_pkey PRIMARY KEY (member_key);
+
 ALTER TABLE ONLY public.releases
     ADD CONSTRAINT releases_key_key UNIQUE (key);
 
@@ -659,6 +672,8 @@ CREATE INDEX ranges_live ON public.ranges USING btree (group_id, heartbeat_at) W
 
 CREATE INDEX ranges_prefetch ON public.ranges USING btree (((status <> 'leased'::text)), ((spooled_chunks = 0)), priority, id) WHERE ((status = ANY (ARRAY['planned'::text, 'leased'::text])) AND (next_id <= end_id) AND (stored_at IS NULL));
 
+CREATE INDEX release_aliases_release ON public.release_aliases USING btree (release_key);
+
 CREATE INDEX releases_category_listed ON public.releases USING btree (category, listed_at);
 
 CREATE INDEX releases_category_posted ON public.releases USING btree (category, posted_at);
@@ -668,6 +683,8 @@ CREATE INDEX releases_group_posted ON public.releases USING btree (group_name, p
 CREATE INDEX releases_imdb ON public.releases USING btree (imdb) WHERE (imdb IS NOT NULL);
 
 CREATE INDEX releases_listed ON public.releases USING btree (listed_at, id);
+
+CREATE INDEX releases_loose ON public.releases USING btree (group_name, poster, file_total, first_article) WHERE ((files_seen = 1) AND (file_total > 1) AND obfuscated AND (NOT loose_settled));
 
 CREATE INDEX releases_posted ON public.releases USING btree (posted_at, id);
 

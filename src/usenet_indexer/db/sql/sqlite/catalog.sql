@@ -20,3 +20,6 @@ RETURNING release_key, par2_message_id, nfo_message_id, attempts
 SELECT r.group_id, COALESCE(SUM(json_extract(b.result, '$.new')), 0) AS releases
 FROM batch_log b JOIN ranges r ON r.id = b.range_id
 GROUP BY r.group_id
+
+-- name: release_aliases_by_keys
+SELECT member_key, release_key FROM release_aliases WHERE member_key IN (SELECT value FROM json_each(:keys))

@@ -161,7 +161,7 @@ CREATE TABLE probe_queue (
 	attempts INTEGER DEFAULT '0' NOT NULL, 
 	error TEXT, 
 	created_at DOUBLE NOT NULL, 
-	updated_at DOUBLE NOT NULL, 
+	updated_at DOUBLE NOT NULL, articles INTEGER DEFAULT '0' NOT NULL, bytes BIGINT DEFAULT '0' NOT NULL, 
 	PRIMARY KEY (release_key), 
 	CONSTRAINT probe_queue_status CHECK (status IN ('queued', 'working', 'done', 'failed'))
 );
@@ -194,6 +194,13 @@ CREATE TABLE ranges (
 	CONSTRAINT ranges_group_start UNIQUE (group_id, start_id), 
 	FOREIGN KEY(group_id) REFERENCES groups (id) ON DELETE CASCADE, 
 	FOREIGN KEY(node_id) REFERENCES nodes (id)
+);
+
+CREATE TABLE release_aliases (
+	member_key TEXT NOT NULL, 
+	release_key TEXT NOT NULL, 
+	created_at DOUBLE NOT NULL, 
+	PRIMARY KEY (member_key)
 );
 
 CREATE TABLE releases (
@@ -231,7 +238,7 @@ CREATE TABLE releases (
 	segments BLOB NOT NULL, 
 	grabs INTEGER DEFAULT '0' NOT NULL, 
 	created_at DOUBLE NOT NULL, 
-	updated_at DOUBLE NOT NULL, listed_at DOUBLE, episode_last INTEGER, 
+	updated_at DOUBLE NOT NULL, listed_at DOUBLE, episode_last INTEGER, loose_settled BOOLEAN DEFAULT 0 NOT NULL, file_names TEXT, 
 	PRIMARY KEY (id), 
 	UNIQUE ("key")
 );
@@ -305,6 +312,8 @@ CREATE INDEX ranges_live ON ranges (group_id, heartbeat_at) WHERE status = 'leas
 
 CREATE INDEX ranges_prefetch ON ranges ((status <> 'leased'), (spooled_chunks = 0), priority, id) WHERE status IN ('planned', 'leased') AND next_id <= end_id AND stored_at IS NULL;
 
+CREATE INDEX release_aliases_release ON release_aliases (release_key);
+
 CREATE INDEX releases_category_listed ON releases (category, listed_at);
 
 CREATE INDEX releases_category_posted ON releases (category, posted_at);
@@ -320,6 +329,8 @@ CREATE INDEX releases_group_posted ON releases (group_name, posted_at);
 CREATE INDEX releases_imdb ON releases (imdb) WHERE imdb IS NOT NULL;
 
 CREATE INDEX releases_listed ON releases (listed_at, id);
+
+CREATE INDEX releases_loose ON releases (group_name, poster, file_total, first_article) WHERE files_seen = 1 AND file_total > 1 AND obfuscated AND NOT loose_settled;
 
 CREATE INDEX releases_posted ON releases (posted_at, id);
 

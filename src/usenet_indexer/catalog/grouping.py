@@ -1,0 +1,192 @@
+"""The grouping loop: loose releases joined in the catalog once their bursts are final (issue 16).
+
+indexing/grouping.py decides (pure); this applies it to the catalog, one group at a time, each in one
+transaction that starts with the loop's fence and takes the group's merge lock (``batch_lock_group``,
+the one every batch of the group takes), so that no batch of the group stores between the reading and
+the writing:
+
+1. the group's loose releases (``loose_in_group``, light columns), and its ranges and lanes, which say
+   which articles are indexed for good (``Settled``);
+2. the bursts whose stretch is settled: their rows read whole, their releases joined;
+3. each joined release inserted under its key, its members deleted, their keys kept as its aliases
+   (the batch store merges a member's later fragment into it), their probes forgotten and the joined
+   release queued for the probe (catalog/probe.py names it from its bodies);
+4. the loose releases of final bursts that nothing joins marked ``loose_settled``: never read again.
+
+A pass takes at most ``max_members`` loose releases per group (then says there is more), so that a
+catalog from before grouping existed is worked through in transactions of bounded length.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from usenet_indexer.catalog.batch_store import release_row, stored_fragment
+from usenet_indexer.db import Database, Row, Tx
+from usenet_indexer.db.database import Fence
+from usenet_indexer.indexing.fragment import ReleaseFragment
+from usenet_indexer.indexing.grouping import (
+    GAP_SECONDS,
+    PROPAGATION_SECONDS,
+    LaneState,
+    LooseFile,
+    RangeState,
+    Settled,
+    bursts,
+    group_loose,
+)
+from usenet_indexer.indexing.merge import merge
+from usenet_indexer.indexing.naming import normalise_poster
+from usenet_indexer.logs import get_logger
+
+log = get_logger(__name__)
+
+MAX_MEMBERS = 2_000
+
+
+@dataclass
+class GroupingRound:
+    joined: int = 0  # releases made
+    members: int = 0  # loose releases joined into them
+    alone: int = 0  # loose releases settled alone
+    more: bool = False
+
+
+def settled_of(tx: Tx, group: Row) -> Settled:
+    """Which of the group's articles are indexed for good (see ``Settled``)."""
+    group_id = int(group["id"])
+    ranges = [
+        RangeState(
+            start=int(r["start_id"]),
+            end=int(r["end_id"]),
+            next=int(r["next_id"]),
+            status=str(r["status"]),
+            lane=("tail" if int(r["priority"]) < 0 else "history") if r["by_lane"] else None,
+        )
+        for r in tx.run("grouping_ranges", {"group_id": group_id})
+    ]
+    clock = tx.one("database_now")
+    now = None if clock is None else int(float(clock["now"]))
+    lanes = {
+        str(r["lane"]): LaneState(
+            next=int(r["snapshot_next"]), flushed=str(r["snapshot_location"] or "").endswith("-flushed")
+        )
+        for r in tx.run("grouping_lanes", {"group_id": group_id})
+    }
+    high = group["high_water"]
+    return Settled(
+        ranges,
+        lanes,
+        high_water=None if high is None else int(high),
+        quiet_before=None if now is None else now - GAP_SECONDS - PROPAGATION_SECONDS,
+    )
+
+
+def loose_files(tx: Tx, group_name: str) -> list[LooseFile]:
+    """The group's loose releases not settled yet, as grouping reads them (light columns)."""
+    return [
+        LooseFile(
+            key=str(r["key"]),
+            poster=normalise_poster(str(r["poster"])),
+            file_total=int(r["file_total"]),
+            first_article=int(r["first_article"]),
+            last_article=int(r["last_article"]),
+            first_date=None if r["first_date"] is None else int(r["first_date"]),
+            last_date=None if r["last_date"] is None else int(r["last_date"]),
+        )
+        for r in tx.run("loose_in_group", {"group_name": group_name})
+    ]
+
+
+class Grouper:
+    def __init__(self, db: Database, *, fence: Fence | None = None, max_members: int = MAX_MEMBERS) -> None:
+        self.db = db
+        self.fence = fence  # the grouping loop's (coordinator/loops.py)
+        self.max_members = max_members
+
+    def work(self) -> bool:
+        """One pass over every group with loose releases; True when a group had more than one pass takes."""
+        done = self.run_once()
+        return done.more
+
+    def run_once(self) -> GroupingRound:
+        with self.db.transaction(write=False) as tx:
+            names = [str(r["group_name"]) for r in tx.run("loose_groups")]
+        total = GroupingRound()
+        for name in names:
+            one = self.group(name)
+            total.joined += one.joined
+            total.members += one.members
+            total.alone += one.alone
+            total.more = total.more or one.more
+        return total
+
+    def pending(self) -> int:
+        """Loose releases in bursts already final: the next pass joins or settles them. ``run`` is not
+        done while there are some (local/progress.py)."""
+        count = 0
+        with self.db.transaction(write=False) as tx:
+            for row in tx.run("loose_groups"):
+                group = tx.one("group_by_name", {"name": str(row["group_name"])})
+                if group is None:
+                    continue
+                settled = settled_of(tx, group)
+                files = loose_files(tx, str(row["group_name"]))
+                count += sum(len(burst) for burst in bursts(files) if settled.final(burst))
+        return count
+
+    def group(self, group_name: str) -> GroupingRound:
+        out = GroupingRound()
+        with self.db.transaction(fence=self.fence) as tx:
+            group = tx.one("group_by_name", {"name": group_name})
+            if group is None:
+                return out  # releases of a group since removed: left as they are
+            group_id = int(group["id"])
+            tx.execute("batch_lock_group", {"group_id": group_id})
+            files = loose_files(tx, group_name)
+            if not files:
+                return out
+            settled = settled_of(tx, group)
+            keys: list[str] = []
+            for burst in bursts(files):
+                if not settled.final(burst):
+                    continue
+                if keys and len(keys) + len(burst) > self.max_members:
+                    out.more = True
+                    break
+                keys.extend(f.key for f in burst)
+            if not keys:
+                return out
+            rows = tx.run("releases_by_keys", {"keys": tx.array(sorted(keys))})
+            releases = [stored_fragment(r) for r in rows]
+            grouping = group_loose(releases)
+            joined_keys: set[str] = set()
+            for joined in grouping.joined:
+                self._store(tx, joined.release, joined.members, group_name)
+                joined_keys.update(joined.members)
+                out.joined += 1
+                out.members += len(joined.members)
+            alone = sorted({r.key for r in releases} - joined_keys)
+            tx.executemany("release_loose_settle", [{"key": k} for k in alone])
+            out.alone = len(alone)
+        if out.joined:
+            log.info("grouping.joined", group=group_name, releases=out.joined, files=out.members)
+        return out
+
+    def _store(self, tx: Tx, release: ReleaseFragment, members: tuple[str, ...], group_name: str) -> None:
+        held = tx.run("releases_by_keys", {"keys": tx.array([release.key])})
+        if held:  # joined before from other members (never by grouping alone): merge into it
+            merged = merge(stored_fragment(held[0]), release)
+            tx.execute("release_update", {**release_row(merged, group_name), "id": held[0]["id"]})
+        else:
+            tx.execute("release_insert", release_row(release, group_name))
+        for member in members:
+            tx.execute("release_alias_insert", {"member_key": member, "release_key": release.key})
+            tx.execute("release_aliases_retarget", {"member_key": member, "release_key": release.key})
+            tx.execute("release_delete", {"key": member})
+            tx.execute("probe_forget", {"key": member})
+        # Named from its bodies (catalog/probe.py): no PAR2 message-id is known yet, the probe finds it.
+        tx.execute("probe_enqueue", {"key": release.key, "par2_message_id": "", "nfo_message_id": None})
+
+
+__all__ = ["MAX_MEMBERS", "Grouper", "GroupingRound", "loose_files", "settled_of"]

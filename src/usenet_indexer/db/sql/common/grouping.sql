@@ -1,0 +1,41 @@
+-- Loose releases joined into one (issue 16; catalog/grouping.py, indexing/grouping.py).
+-- "Loose": one file of a release announced with more, under an obfuscated name. The predicate is the
+-- partial index releases_loose's, word for word (SQLite uses a partial index only then).
+
+-- name: loose_groups
+SELECT DISTINCT group_name FROM releases
+WHERE files_seen = 1 AND file_total > 1 AND obfuscated AND NOT loose_settled
+ORDER BY group_name
+
+-- name: loose_in_group
+SELECT key, poster, file_total, first_article, last_article, first_date, last_date FROM releases
+WHERE group_name = :group_name
+  AND files_seen = 1 AND file_total > 1 AND obfuscated AND NOT loose_settled
+
+-- name: grouping_ranges
+-- What Settled (indexing/grouping.py) needs of a group's ranges. lane_epoch: granted through a lane,
+-- the lane its priority says (tail below 0).
+SELECT start_id, end_id, next_id, status, lane_epoch IS NOT NULL AS by_lane, priority FROM ranges
+WHERE group_id = :group_id
+
+-- name: grouping_lanes
+SELECT lane, snapshot_next, snapshot_location FROM group_leases
+WHERE group_id = :group_id AND snapshot_next IS NOT NULL
+
+-- name: release_alias_insert
+INSERT INTO release_aliases (member_key, release_key, created_at) VALUES (:member_key, :release_key, {now})
+ON CONFLICT (member_key) DO UPDATE SET release_key = excluded.release_key
+
+-- name: release_aliases_retarget
+-- Aliases of a release that is itself joined into another (never made by grouping, which joins only
+-- loose releases, but kept true so that a lookup needs one step).
+UPDATE release_aliases SET release_key = :release_key WHERE release_key = :member_key
+
+-- name: release_delete
+DELETE FROM releases WHERE key = :key
+
+-- name: probe_forget
+DELETE FROM probe_queue WHERE release_key = :key
+
+-- name: release_loose_settle
+UPDATE releases SET loose_settled = true WHERE key = :key

@@ -1,0 +1,201 @@
+"""Releases posted under per-file random names, against INN2 (issue 16): real files and a real PAR2 set
+(par2cmdline), yEnc-encoded in parts, every file under a random subject and a random yEnc name of its
+own; a second release by the same poster a few minutes later, whose yEnc headers carry the real names
+and which has no PAR2. Indexed from INN2's overview in two ranges, joined by the grouping loop,
+probed through the NNTP pool: each release is named, its NZB carries the real file names, its
+category follows from them, and what the probe fetched is counted."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import uuid
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+from pathlib import Path
+
+import pytest
+from prometheus_client import generate_latest
+
+from tests.support import inn2 as inn2_support
+from tests.support.store import query, services_for
+from usenet_indexer.catalog.batch_store import store_batch
+from usenet_indexer.catalog.grouping import Grouper
+from usenet_indexer.catalog.nzbs import nzb_release
+from usenet_indexer.catalog.probe import Prober
+from usenet_indexer.coordinator.dashboard import dashboard
+from usenet_indexer.coordinator.metrics import Metrics
+from usenet_indexer.coordinator.services import Services
+from usenet_indexer.indexing import RangeIndexer, default_rules
+from usenet_indexer.indexing.grouping import GAP_ARTICLES
+from usenet_indexer.nntp import yenc
+from usenet_indexer.nntp.pool import NNTPPool, ServerSettings
+
+MOVIE = "Glass.Garden.2021.1080p.BluRay.x264-FLUX"
+SHOW = "Harbor.Watch.S02E05.720p.WEB.h264-NTb"
+PART_BYTES = 60_000  # yEnc parts of 60 KB: files of several parts, the PAR2 index in one
+POSTER = "Random Poster <random@poster.test>"
+
+
+@pytest.fixture(scope="module")
+def inn2() -> None:
+    inn2_support.ensure_inn2()
+
+
+def make_movie(folder: Path, rng: random.Random) -> dict[str, bytes]:
+    """Four rar volumes of random bytes and the PAR2 set par2cmdline makes for them."""
+    names = [f"{MOVIE}.part{k:02d}.rar" for k in range(1, 5)]
+    for k, name in enumerate(names):
+        (folder / name).write_bytes(rng.randbytes(150_000 + 7_000 * k))
+    subprocess.run(
+        ["par2", "create", "-q", "-r10", "-n2", f"{MOVIE}.par2", *names],
+        cwd=folder,
+        check=True,
+        capture_output=True,
+    )
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def articles_of(
+    files: dict[str, bytes], rng: random.Random, when: datetime, *, real_yenc_names: bool
+) -> tuple[list[inn2_support.Article], dict[str, str]]:
+    """Every file in yEnc parts under ``[k/N] - "<random>" yEnc (p/P)``; the random name of each file."""
+    posted: dict[str, str] = {}
+    out = []
+    n = len(files)
+    for k, (name, data) in enumerate(sorted(files.items(), key=lambda item: rng.random()), 1):
+        random_name = f"{rng.getrandbits(128):032x}"
+        posted[name] = random_name
+        total = (len(data) + PART_BYTES - 1) // PART_BYTES
+        for p in range(1, total + 1):
+            begin = (p - 1) * PART_BYTES
+            body = yenc.encode(
+                data[begin : begin + PART_BYTES],
+                name if real_yenc_names else random_name,
+                part=p,
+                total=total,
+                begin=begin + 1,
+                file_size=len(data),
+            )
+            out.append(
+                inn2_support.Article(
+                    message_id=f"<{uuid.uuid4().hex}@random.names.test>",
+                    subject=f'[{k}/{n}] - "{random_name}" yEnc ({p}/{total})',
+                    poster=POSTER,
+                    body=body,
+                    date=format_datetime(when, usegmt=True),
+                )
+            )
+            when += timedelta(seconds=1)
+    return out, posted
+
+
+def index(services: Services, group: str, overview: bytes, high: int) -> None:
+    """The overview in two ranges, cut in the middle of the first release; the ranges recorded done."""
+    cut = high // 3
+    lines = overview.split(b"\r\n")
+
+    def upto(last: int, first: int) -> bytes:
+        return b"".join(
+            line + b"\r\n" for line in lines if line and first <= int(line.split(b"\t", 1)[0]) <= last
+        )
+
+    services.groups.add(group)
+    end = high + GAP_ARTICLES + 1  # the group goes on past the posts: their bursts are final
+    services.groups.plan(group, 1, end)
+    for first, last in ((1, cut), (cut + 1, end)):
+        indexer = RangeIndexer(group, first, last, first, default_rules())
+        indexer.add_text(upto(last, first), last + 1)
+        indexer.finish()
+        with services.db.transaction() as tx:
+            group_id = int(tx.run("group_by_name", {"name": group})[0]["id"])
+            store_batch(tx, group_id, group, indexer.take())
+    query(services.db, "UPDATE ranges SET status = 'done', next_id = end_id + 1")
+
+
+async def test_releases_of_random_names_are_joined_and_named_from_their_bodies(
+    inn2: None, database_url: str, tmp_path: Path
+) -> None:
+    rng = random.Random(16)
+    (tmp_path / "movie").mkdir()
+    movie = make_movie(tmp_path / "movie", rng)
+    assert any(".vol" in n for n in movie) and f"{MOVIE}.par2" in movie
+    # As many files as the movie's: the two releases share poster and file total, and only the file
+    # counters tell them apart.
+    show = {f"{SHOW}.part{k:02d}.rar": rng.randbytes(90_000 + k) for k in range(1, len(movie))}
+    show[f"{SHOW}.nfo"] = b"Harbor Watch\r\n" * 40
+    assert len(show) == len(movie)
+    start = datetime.now(UTC) - timedelta(hours=2)
+    movie_articles, movie_names = articles_of(movie, rng, start, real_yenc_names=False)
+    # Minutes later, the same poster: another release, real yEnc names, no PAR2.
+    show_articles, show_names = articles_of(show, rng, start + timedelta(minutes=4), real_yenc_names=True)
+    group = inn2_support.new_group("alt.binaries.random.names")
+    articles = movie_articles + show_articles
+    assert inn2_support.post_articles(group, articles) == len(articles)
+
+    services = services_for(database_url, tmp_path / "data")
+    server = ServerSettings(host=inn2_support.HOST, port=inn2_support.PLAIN_PORT, connections=2)
+    try:
+        async with NNTPPool([server]) as pool:
+            info = await pool.group(group)
+            overview = b"".join([piece async for piece in pool.over(group, 1, info.high, compress=False)])
+            index(services, group, overview, info.high)
+            assert len(query(services.db, "SELECT key FROM releases")) == len(movie) + len(show)
+            done = Grouper(services.db).run_once()
+            assert (done.joined, done.members) == (2, len(movie) + len(show))
+            results = await Prober(services.db, pool.body).run_once()
+        assert sorted((r.name, r.error) for r in results) == [(MOVIE, None), (SHOW, None)]
+
+        rows = query(
+            services.db,
+            "SELECT r.key, r.name, r.name_source, r.category, r.obfuscated, r.poster, r.groups, "
+            "r.first_date, r.posted_at, r.segments, p.articles, p.bytes "
+            "FROM releases r JOIN probe_queue p ON p.release_key = r.key ORDER BY r.name",
+        )
+        by_name = {r["name"]: r for r in rows}
+        assert set(by_name) == {MOVIE, SHOW}
+        movie_row, show_row = by_name[MOVIE], by_name[SHOW]
+        assert (movie_row["name_source"], movie_row["category"], movie_row["obfuscated"]) == (
+            "par2",
+            2040,
+            False,
+        )
+        assert (show_row["name_source"], show_row["category"], show_row["obfuscated"]) == (
+            "yenc",
+            5040,
+            False,
+        )
+
+        # The NZB carries the real names: the PAR2 matched the rar volumes by size and 16 KiB hash, and
+        # named its index file; recovery volumes, named by nothing that fits them alone, keep theirs.
+        movie_files = {f.name for f in nzb_release(movie_row).files}
+        expected = {n for n in movie if not n.startswith(f"{MOVIE}.vol")}
+        assert expected <= movie_files
+        volumes = {movie_names[n] for n in movie if n.startswith(f"{MOVIE}.vol")}
+        assert movie_files - expected == volumes
+        assert {f.name for f in nzb_release(show_row).files} == set(show)
+
+        # What it cost: one article per file fetched at most, counted with its bytes.
+        assert 1 <= int(movie_row["articles"]) <= len(movie)
+        assert int(movie_row["bytes"]) > 0
+        assert int(show_row["articles"]) <= len(show)
+        assert set(show_names.values()).isdisjoint({f.name for f in nzb_release(show_row).files})
+
+        # /metrics and the dashboard show the probes and their cost.
+        articles = int(movie_row["articles"]) + int(show_row["articles"])
+        fetched = int(movie_row["bytes"]) + int(show_row["bytes"])
+        text = generate_latest(Metrics(services).registry).decode()
+        assert 'usenet_indexer_probes{status="done"} 2.0' in text
+        assert f'usenet_indexer_probe_articles{{status="done"}} {articles:.1f}' in text
+        assert f'usenet_indexer_probe_bytes{{status="done"}} {float(fetched)}' in text
+        assert "usenet_indexer_joined_releases 2.0" in text
+        probes = dashboard(services).probes
+        assert (probes.named, probes.pending, probes.articles, probes.bytes, probes.joined) == (
+            2,
+            0,
+            articles,
+            fetched,
+            2,
+        )
+    finally:
+        services.close()
