@@ -33,7 +33,7 @@ from usenet_indexer.indexing.par2 import (
     TYPE_SLICE_CHECKSUMS,
 )
 
-__all__ = ["Par2Input", "file_id", "par2_index"]
+__all__ = ["Par2Input", "file_id", "index_size", "par2_index"]
 
 HASH_16K_BYTES = 16 * 1024
 DEFAULT_CREATOR = "usenet-indexer sample server"
@@ -60,6 +60,18 @@ def _packet(set_id: bytes, kind: bytes, body: bytes) -> bytes:
     hashed = set_id + kind + body
     length = 8 + 8 + 16 + len(hashed)
     return MAGIC + struct.pack("<Q", length) + hashlib.md5(hashed).digest() + hashed
+
+
+def index_size(
+    files: Sequence[tuple[str, int]], slice_size: int = 4096, creator: str = DEFAULT_CREATOR
+) -> int:
+    """The length of :func:`par2_index`'s output for files of these (name, size), without their bytes."""
+    header = 8 + 8 + 16 + 16 + 16  # magic, length, packet MD5, set id, type
+    total = header + 12 + 16 * len(files) + header + len(_padded(creator.encode("ascii", "replace")))
+    for name, size in files:
+        total += header + 16 * 3 + 8 + len(_padded(name.encode("utf-8")))
+        total += header + 16 + 20 * -(-size // slice_size)
+    return total
 
 
 def par2_index(files: Sequence[Par2Input], slice_size: int = 4096, creator: str = DEFAULT_CREATOR) -> bytes:

@@ -1,10 +1,14 @@
 """The sample news server: a few groups of generated yEnc postings on a loopback port, for the demo,
 tests and benchmarks. It is sample data, not Usenet.
 
-The postings come from ``indexing/sample.py`` with a fixed seed: multi-file rar + par2 releases, TV
-and movie names, obfuscated sets, music, books, cross-posts; several posters at once, parts out of
-order, reposted, missing, and cancelled article numbers. The scripted server (``fake_server.py``)
-speaks NNTP for it; this module is its :class:`~usenet_indexer.nntp.fake_server.Feed`.
+The postings come from ``indexing/sample.py`` with a fixed seed (``sample.Today``): multi-file rar + par2
+releases, TV and movie names, music, books, in today's posting styles and their shares (named, noisy
+wrappers, PAR2-obfuscated sets, per-file random names, fully random subjects; cross-posts to two of the
+sample groups: its docstring says which shares and why); several posters at once, parts out of order,
+reposted, missing, and cancelled article numbers. A cross-posted article has a number in each of its
+groups, the same overview line (but the number) and the same message-id in both. The scripted server
+(``fake_server.py``) speaks NNTP for it; this module is its
+:class:`~usenet_indexer.nntp.fake_server.Feed`.
 
 What is held in memory, per group (a few hundred thousand articles take ~30 MB):
 
@@ -17,20 +21,23 @@ What is held in memory, per group (a few hundred thousand articles take ~30 MB):
   cancelled article), and the plan's releases.
 
 Article bodies are made when asked for, from the message-id alone: ``part{p}of{t}.{number}.{group}@…``
-names the article, the arrays name its release, file and part. A part's payload is ``PART_BYTES`` of
-SHAKE-128 output keyed by (group, release, file, part) — the same for a reposted copy — and is sent
-yEnc-encoded (``=ybegin``/``=ypart``/``=yend`` with pcrc32). A release's PAR2 index file (``x.par2``) is
-a real PAR2 index (``indexing/par2_writer.py``) over the release's other files as their parts decode,
-naming them as they were before obfuscation: so the probe can name obfuscated releases, and a
-downloader could verify what it fetched. A recovery volume (``x.vol00+01.par2``) carries the same
-packets, padded to its parts' size, without recovery slices.
+(or, for the styles whose tools post random message-ids, ``{16 random hex}.{number}.{group}@…``) names the
+article by its number in the group it was first posted to, the arrays name its release, file and part. A
+cross-post's second group marks the article ``FOREIGN`` and keeps where it came from. A part's payload is
+``PART_BYTES`` of SHAKE-128 output keyed by (group, release, file, part) — the same for a reposted copy —
+and is sent yEnc-encoded (``=ybegin``/``=ypart``/``=yend`` with pcrc32) under the file's yEnc name (the
+quoted name; the real name for per-file random names; a random one for fully random subjects). What a file
+is (PAR2 or payload) is what its real name says. A release's PAR2 index file (``x.par2``) is a real PAR2
+index (``indexing/par2_writer.py``) over the release's other files as their parts decode, naming them as
+they were before obfuscation: so the probe can name obfuscated releases, and a downloader could verify
+what it fetched. A recovery volume (``x.vol00+01.par2``) carries the same packets, padded to its parts'
+size, without recovery slices.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-import random
 import re
 import threading
 import time
@@ -44,7 +51,7 @@ from usenet_indexer.articles import aligned
 from usenet_indexer.compression import zlib_compress
 from usenet_indexer.indexing import sample
 from usenet_indexer.indexing.naming import FileKind, file_kind
-from usenet_indexer.indexing.par2_writer import Par2Input, par2_index
+from usenet_indexer.indexing.par2_writer import Par2Input, index_size, par2_index
 from usenet_indexer.nntp import yenc
 from usenet_indexer.nntp.fake_server import FakeNNTPServer, FeedArticle, Script
 
@@ -61,7 +68,8 @@ SEED = 2026
 PART_BYTES = 3_000  # a part's payload; the overview's Bytes field says what a real part would weigh
 DOMAIN = "sample.usenet-indexer.invalid"
 RELEASES_PER_PLAN = 50  # a posting of ~10,000 articles: a group ends at most that past its target
-_MESSAGE_ID = re.compile(r"^<part(\d+)of(\d+)\.(\d+)\.(\d+)@" + re.escape(DOMAIN) + r">$")
+_MESSAGE_ID = re.compile(r"^<(?:part\d+of\d+|[0-9a-f]{16})\.(\d+)\.(\d+)@" + re.escape(DOMAIN) + r">$")
+_RANDOM_IDS = frozenset({"per_file_random", "fully_random"})  # styles whose tools post random message-ids
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +116,23 @@ class _Group:
     file: array[int] = field(default_factory=lambda: array("h"))
     part: array[int] = field(default_factory=lambda: array("i"))
     releases: list[sample.PlannedRelease] = field(default_factory=list)
+    missing: list[int] = field(default_factory=list)  # per release: parts never posted
+    # Articles cross-posted here from another group (release -2 in the arrays): number -> (that
+    # group's index, the article's number there). A few percent of the articles: a dict is enough.
+    foreign: dict[int, tuple[int, int]] = field(default_factory=dict)
+    pending: list[bytes] = field(default_factory=list)  # lines of the block being filled
+    block: int = -1
+
+
+FOREIGN = -2  # in _Group.release: an article cross-posted from another group
+
+
+def _mix(seed: int, group: int, number: int) -> int:
+    """64 random-looking bits from (seed, group, number): splitmix64's finaliser."""
+    z = (number * 0x9E3779B97F4A7C15 + group * 0xBF58476D1CE4E5B9 + seed) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+    return z ^ (z >> 31)
 
 
 class SampleFeed:
@@ -146,50 +171,85 @@ class SampleFeed:
         self._par2_cache: OrderedDict[tuple[int, int], bytes] = OrderedDict()
         for index, spec in enumerate(groups):
             group = _Group(spec, index, block_articles)
-            self._generate(group)
             self._groups[spec.name] = group
             self._order.append(group)
+        self._generate()
 
     # -- generation ------------------------------------------------------------------------------
 
-    def _generate(self, group: _Group) -> None:
-        spec = group.spec
-        rng = random.Random(f"{self.seed}:{spec.name}")
-        number, when = spec.first, self.start_time
-        group.first = spec.first
-        pending: list[bytes] = []  # lines of the block being filled
-        block = aligned(number, number, self.block_articles)[0][0]
-        while group.count < spec.articles:
-            base = len(group.releases)
-            plan = sample.plan(rng, RELEASES_PER_PLAN, spec.name)
-            posting = sample.post(plan, rng, first=number, start_time=when)
-            group.releases += plan
-            for article in posting.articles:
-                start = article.number - article.number % self.block_articles
-                if start != block:
-                    self._seal(group, block, pending)
-                    pending, block = [], start
-                offset = article.number - group.first
-                missing = offset - len(group.release)
-                if missing:
-                    group.release.extend([-1] * missing)
-                    group.file.extend([0] * missing)
-                    group.part.extend([0] * missing)
-                group.release.append(base + article.release)
-                group.file.append(article.file)
-                group.part.append(article.part)
-                f = plan[article.release].files[article.file]
-                message_id = f"part{article.part}of{f.parts_total}.{article.number}.{group.index}@{DOMAIN}"
-                pending.append(sample.overview_line(article, message_id))
-            group.count += len(posting.articles)
-            number = posting.last + 1
-            when = posting.articles[-1].date + 60 if posting.articles else when
-        self._seal(group, block, pending)
-        group.last = group.first + len(group.release) - 1
+    def _generate(self) -> None:
+        today = sample.Today(
+            [(g.spec.name, g.spec.first, g.spec.articles) for g in self._order],
+            seed=self.seed,
+            start_time=self.start_time,
+            releases_per_plan=RELEASES_PER_PLAN,
+        )
+        for g in self._order:
+            g.first = g.spec.first
+            g.block = g.first - g.first % self.block_articles
+        order = self._order
+        for article, home, numbers in today.articles():
+            g = order[home]
+            number = numbers[0]
+            offset = number - g.first
+            missing = offset - len(g.release)
+            if missing:  # cancelled articles: numbers without one
+                g.release.extend([-1] * missing)
+                g.file.extend([0] * missing)
+                g.part.extend([0] * missing)
+            g.release.append(article.release)
+            g.file.append(article.file)
+            g.part.append(article.part)
+            release = today.releases[home][article.release]
+            message_id = self._message_id(g, number, release, article.file, article.part)[1:-1]
+            if len(numbers) == 1:
+                self._add_line(
+                    g, number, sample.overview_line(article, message_id, number=number, numbers=numbers)
+                )
+                continue
+            for group, n in zip(article.groups, numbers, strict=True):
+                target = self._groups[group]
+                if target is not g:
+                    gap = n - target.first - len(target.release)
+                    if gap:
+                        target.release.extend([-1] * gap)
+                        target.file.extend([0] * gap)
+                        target.part.extend([0] * gap)
+                    target.release.append(FOREIGN)
+                    target.file.append(0)
+                    target.part.append(0)
+                    target.foreign[n] = (home, number)
+                self._add_line(
+                    target, n, sample.overview_line(article, message_id, number=n, numbers=numbers)
+                )
+        for g in self._order:
+            g.releases = today.releases[g.index]
+            g.missing = today.missing[g.index]
+            self._seal(g, g.block, g.pending)
+            g.pending = []
+            g.count = sum(1 for r in g.release if r != -1)
+            g.last = g.first + len(g.release) - 1
 
     def _seal(self, group: _Group, block: int, lines: list[bytes]) -> None:
         if lines:
             group.blocks[block] = _zlib(b"".join(line + b"\r\n" for line in lines))
+
+    def _add_line(self, g: _Group, number: int, line: bytes) -> None:
+        start = number - number % self.block_articles
+        if start != g.block:
+            self._seal(g, g.block, g.pending)
+            g.pending, g.block = [], start
+        g.pending.append(line)
+
+    def _message_id(
+        self, g: _Group, number: int, release: sample.PlannedRelease, file: int, part: int
+    ) -> str:
+        """An article's message-id, with brackets, from its group's index and number there (which the
+        server reads back from it). Tools that obfuscate post random ones; the others (PowerPost's
+        form) carry the part and the part total."""
+        if release.scheme in _RANDOM_IDS:
+            return f"<{_mix(self.seed, g.index, number):016x}.{number}.{g.index}@{DOMAIN}>"
+        return f"<part{part}of{release.files[file].parts_total}.{number}.{g.index}@{DOMAIN}>"
 
     # -- what the groups hold --------------------------------------------------------------------
 
@@ -232,7 +292,63 @@ class SampleFeed:
         return hidden - 1 + int((g.last - hidden + 1) * self._progress())
 
     def releases(self, name: str) -> list[sample.PlannedRelease]:
+        """The releases first posted to group ``name`` (a cross-post is listed in its first group)."""
         return list(self._groups[name].releases)
+
+    # -- the truth: what a catalog of the sample should hold -------------------------------------
+
+    def truth(self) -> list[sample.TrueRelease]:
+        """Every release posted, as it really is: its style, real name, real files and their sizes (as
+        their parts decode), its groups, and whether every part was posted. Ids are those of
+        :meth:`release_of`."""
+        out = []
+        for g in self._order:
+            for r, release in enumerate(g.releases):
+                files = tuple(
+                    sample.TrueFile(f.real, self._true_size(release, f), f.parts_total, f.name, f.yenc)
+                    for f in release.files
+                )
+                out.append(
+                    sample.TrueRelease(
+                        id=f"{g.index}:{r}",
+                        style=release.scheme,
+                        name=release.real,
+                        files=files,
+                        groups=release.groups,
+                        poster=release.poster,
+                        kind=release.kind,
+                        complete=g.missing[r] == 0,
+                    )
+                )
+        return out
+
+    def release_of(self, message_id: str) -> str | None:
+        """The id of the release (as in :meth:`truth`) that article ``message_id`` (with or without
+        brackets) belongs to; None for one the sample did not post."""
+        found = self.carried(message_id)
+        return None if found is None else found[0]
+
+    def carried(self, message_id: str) -> tuple[str, sample.PlannedRelease, int, int] | None:
+        """What article ``message_id`` (with or without brackets) carries: its release's id (as in
+        :meth:`truth`), the release, the index of its file in the release's files, and its part."""
+        found = self._locate(message_id if message_id.startswith("<") else f"<{message_id}>")
+        if found is None:
+            return None
+        g, number = found
+        offset = number - g.first
+        r = g.release[offset]
+        return f"{g.index}:{r}", g.releases[r], g.file[offset], g.part[offset]
+
+    def _true_size(self, release: sample.PlannedRelease, f: sample.PlannedFile) -> int:
+        if file_kind(f.real) not in (FileKind.PAR2, FileKind.PAR2_VOLUME):
+            return self.file_size(f)
+        described = [
+            (x.real, self.file_size(x))
+            for x in release.files
+            if file_kind(x.real) not in (FileKind.PAR2, FileKind.PAR2_VOLUME)
+        ] or [(release.files[0].real, 0)]
+        index = index_size(described, slice_size=PART_BYTES)
+        return index if f.parts_total == 1 else max(index, self.file_size(f))
 
     # -- Feed ------------------------------------------------------------------------------------
 
@@ -294,10 +410,23 @@ class SampleFeed:
 
     def message_id(self, name: str, number: int) -> str | None:
         g = self._groups.get(name)
-        if g is None or not g.first <= number <= self._high(g) or g.release[number - g.first] < 0:
+        if g is None or not g.first <= number <= self._high(g):
             return None
-        f = g.releases[g.release[number - g.first]].files[g.file[number - g.first]]
-        return f"<part{g.part[number - g.first]}of{f.parts_total}.{number}.{g.index}@{DOMAIN}>"
+        return self._message_id_at(g, number)
+
+    def _message_id_at(self, g: _Group, number: int) -> str | None:
+        """The message-id of article ``number`` of ``g``, posted yet or not."""
+        if not g.first <= number <= g.last:
+            return None
+        r = g.release[number - g.first]
+        if r == -1:
+            return None
+        if r == FOREIGN:
+            home, number = g.foreign[number]
+            g = self._order[home]
+            r = g.release[number - g.first]
+        offset = number - g.first
+        return self._message_id(g, number, g.releases[r], g.file[offset], g.part[offset])
 
     def article(self, message_id: str, *, head: bool = True) -> FeedArticle | None:
         found = self._locate(message_id)
@@ -308,18 +437,20 @@ class SampleFeed:
         release = g.releases[g.release[offset]]
         index, part = g.file[offset], g.part[offset]
         f = release.files[index]
-        if file_kind(f.name) in (FileKind.PAR2, FileKind.PAR2_VOLUME):
+        # What a file is, is what its real name says: random names have no extension.
+        if file_kind(f.real) in (FileKind.PAR2, FileKind.PAR2_VOLUME):
             data = self._par2_file(g, g.release[offset], f)
             start = (part - 1) * PART_BYTES
             piece = data[start : start + PART_BYTES] if part < f.parts_total else data[start:]
             body = yenc.encode(
-                piece, f.name, part=part, total=f.parts_total, begin=start + 1, file_size=len(data)
+                piece, f.yenc, part=part, total=f.parts_total, begin=start + 1, file_size=len(data)
             )
         else:
             data = self.payload(g.spec.name, g.release[offset], index, part, f.parts_total)
             begin = (part - 1) * PART_BYTES + 1
-            size = (f.parts_total - 1) * PART_BYTES + self._size(f.parts_total, f.parts_total)
-            body = yenc.encode(data, f.name, part=part, total=f.parts_total, begin=begin, file_size=size)
+            body = yenc.encode(
+                data, f.yenc, part=part, total=f.parts_total, begin=begin, file_size=self.file_size(f)
+            )
         # The head needs the article's overview line (a block to inflate): only for ARTICLE and HEAD.
         return FeedArticle(message_id, self._head(g, number, message_id) if head else b"", body)
 
@@ -327,11 +458,13 @@ class SampleFeed:
         match = _MESSAGE_ID.match(message_id)
         if match is None:
             return None
-        _part, _total, number, index = (int(x) for x in match.groups())
+        number, index = (int(x) for x in match.groups())
         if index >= len(self._order):
             return None
         g = self._order[index]
-        if self.message_id(g.spec.name, number) != message_id:
+        # Whether or not its first group's live part has reached it: a cross-post may show in its other
+        # group's tail first, and a message-id is only known from an overview that listed it.
+        if self._message_id_at(g, number) != message_id or g.release[number - g.first] == FOREIGN:
             return None
         return g, number
 
@@ -358,6 +491,11 @@ class SampleFeed:
     @staticmethod
     def _size(part: int, total: int) -> int:
         return PART_BYTES if part < total else PART_BYTES // 3
+
+    @staticmethod
+    def file_size(f: sample.PlannedFile) -> int:
+        """The bytes of a file that is not a PAR2 file, as its parts decode."""
+        return (f.parts_total - 1) * PART_BYTES + PART_BYTES // 3
 
     def payload(self, group: str, release: int, file: int, part: int, total: int) -> bytes:
         """The decoded bytes of part ``part`` of a file (a reposted copy carries the same)."""
@@ -386,11 +524,11 @@ class SampleFeed:
             return cached
         release = g.releases[release_index]
         inputs = [
-            Par2Input(sample.unobfuscated_file(release, f), self.file_data(g.spec.name, release_index, i))
+            Par2Input(f.real, self.file_data(g.spec.name, release_index, i))
             for i, f in enumerate(release.files)
-            if file_kind(f.name) not in (FileKind.PAR2, FileKind.PAR2_VOLUME)
+            if file_kind(f.real) not in (FileKind.PAR2, FileKind.PAR2_VOLUME)
         ]
-        data = par2_index(inputs or [Par2Input(release.files[0].name, b"")], slice_size=PART_BYTES)
+        data = par2_index(inputs or [Par2Input(release.files[0].real, b"")], slice_size=PART_BYTES)
         with self._lock:
             self._par2_cache[key] = data
             while len(self._par2_cache) > 256:

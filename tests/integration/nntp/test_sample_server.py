@@ -87,18 +87,33 @@ async def test_bodies_decode_and_a_reposted_part_carries_the_same_bytes(
     name = feed.groups[1]
     low, _high = feed.watermarks(name)
     lines = [line.split(b"\t") for line in feed.overview(name, low, low + 3000).split(b"\r\n")[:-1]]
-    by_part: dict[bytes, list[bytes]] = {}
+    by_part: dict[tuple[str, int, int], list[bytes]] = {}
     for fields in lines:
-        subject = fields[1]
-        by_part.setdefault(subject + fields[2], []).append(fields[4])
+        found = feed.carried(fields[4].decode())
+        assert found is not None
+        by_part.setdefault((found[0], found[2], found[3]), []).append(fields[4])
     reposted = next(ids for ids in by_part.values() if len(ids) > 1)
+    styles: dict[str, int] = {}
     async with client(server) as c:
-        for fields in lines[:50]:
+        for fields in lines:
+            found = feed.carried(fields[4].decode())
+            assert found is not None
+            if styles.get(found[1].scheme, 0) >= 10:
+                continue
+            styles[found[1].scheme] = styles.get(found[1].scheme, 0) + 1
             decoded = decode(await c.body(fields[4].decode()))  # the CRC is checked
-            assert decoded.part is not None and decoded.total is not None
-            assert decoded.name in fields[1].decode()
-            if file_kind(decoded.name) is not FileKind.PAR2:
+            _, release, index, part = found
+            f = release.files[index]
+            # The yEnc name: the quoted one where the subject quotes the file's name, else the real
+            # name (per_file_random) or a random one (fully_random), never the subject's.
+            assert (decoded.name, decoded.part, decoded.total) == (f.yenc, part, f.parts_total)
+            subject = fields[1].decode()
+            assert (f'"{decoded.name}"' in subject) == (
+                release.scheme in ("named", "noisy", "par2_obfuscated")
+            )
+            if file_kind(f.real) is not FileKind.PAR2:
                 assert decoded.begin == (decoded.part - 1) * PART_BYTES + 1
+        assert set(styles) == set(sample.STYLES)
         copies = {decode(await c.body(mid.decode())).data for mid in reposted}
         assert len(copies) == 1
         with pytest.raises(NoSuchArticle):
@@ -107,41 +122,46 @@ async def test_bodies_decode_and_a_reposted_part_carries_the_same_bytes(
             await c.body("<nothing@example.com>")
 
 
+def _articles(feed: SampleFeed, name: str) -> dict[str, dict[int, dict[int, str]]]:
+    """Release id -> file index -> part -> message-id (the first posted), from the group's overview."""
+    low, high = feed.watermarks(name)
+    out: dict[str, dict[int, dict[int, str]]] = {}
+    for line in feed.overview(name, low, high).split(b"\r\n")[:-1]:
+        message_id = line.split(b"\t")[4].decode()
+        found = feed.carried(message_id)
+        assert found is not None
+        out.setdefault(found[0], {}).setdefault(found[2], {}).setdefault(found[3], message_id)
+    return out
+
+
+@pytest.mark.parametrize("style", sorted(sample.OBFUSCATED))
 async def test_an_obfuscated_release_is_named_by_its_par2_index(
-    feed: SampleFeed, server: SampleServer, tmp_path: Path
+    feed: SampleFeed, server: SampleServer, tmp_path: Path, style: str
 ) -> None:
     name = feed.groups[0]
-    low, high = feed.watermarks(name)
-    releases = feed.releases(name)
-    hidden = next(r for r in releases if r.kind == "obfuscated")
-    index_file = next(f for f in hidden.files if file_kind(f.name) is FileKind.PAR2)
-    lines = feed.overview(name, low, high).split(b"\r\n")
-    fields = next(ln.split(b"\t") for ln in lines if f'"{index_file.name}"'.encode() in ln)
+    articles = _articles(feed, name)
+    truth = {t.id: t for t in feed.truth()}
+    # A release of the style of which every part was posted.
+    rid = next(r for r, t in truth.items() if t.style == style and t.complete and r in articles)
+    hidden = feed.releases(name)[int(rid.split(":")[1])]
+    index = next(i for i, f in enumerate(hidden.files) if file_kind(f.real) is FileKind.PAR2)
     async with client(server) as c:
-        par2 = decode(await c.body(fields[4].decode())).data
+        par2 = decode(await c.body(articles[rid][index][1])).data
         release_name, _files = name_from_par2(par2)
-        assert release_name == sample.unobfuscated(hidden)
-        assert release_name != hidden.collection
+        assert release_name == sample.unobfuscated(hidden) == truth[rid].name
+        assert release_name not in {hidden.collection, *(f.name for f in hidden.files)}
         # The PAR2 describes the files exactly as their parts decode: par2cmdline verifies them.
-        parts: dict[str, dict[int, bytes]] = {}
-        for ln in lines:
-            cols = ln.split(b"\t")
-            rar = (
-                next((f for f in hidden.files if f'"{f.name}"'.encode() in cols[1]), None)
-                if len(cols) > 4
-                else None
-            )
-            if rar is not None and file_kind(rar.name) is FileKind.RAR:
-                decoded = decode(await c.body(cols[4].decode()))
-                parts.setdefault(rar.name, {})[decoded.part or 0] = decoded.data
-    index = read_par2(par2)
-    described = {f.name: f for f in index.files}
-    # A file of which every part was posted (the sample leaves a few out).
-    rar = next(f for f in hidden.files if len(parts.get(f.name, {})) == f.parts_total)
-    real = sample.unobfuscated_file(hidden, rar)
-    data = b"".join(part for _, part in sorted(parts[rar.name].items()))
+        rar = next(
+            i
+            for i, f in enumerate(hidden.files)
+            if file_kind(f.real) is FileKind.RAR or f.real.endswith(".mkv")
+        )
+        parts = [decode(await c.body(articles[rid][rar][p])).data for p in sorted(articles[rid][rar])]
+    real = hidden.files[rar].real
+    data = b"".join(parts)
+    described = {f.name: f for f in read_par2(par2).files}
     assert described[real].hash_full == hashlib.md5(data).digest()
-    assert described[real].size == len(data)
+    assert described[real].size == len(data) == truth[rid].files[rar].size
     tool = shutil.which("par2")
     assert tool is not None, "the par2 command is missing: apt-get install -y par2"
     (tmp_path / real).write_bytes(data)
@@ -149,10 +169,9 @@ async def test_an_obfuscated_release_is_named_by_its_par2_index(
     done = subprocess.run([tool, "verify", "x.par2"], cwd=tmp_path, capture_output=True, text=True)
     assert f'Target: "{real}" - found.' in done.stdout, done.stdout
     assert set(described) == {
-        sample.unobfuscated_file(hidden, f)
-        for f in hidden.files
-        if file_kind(f.name) not in (FileKind.PAR2, FileKind.PAR2_VOLUME)
+        f.real for f in hidden.files if file_kind(f.real) not in (FileKind.PAR2, FileKind.PAR2_VOLUME)
     }
+    assert len(par2) == truth[rid].files[index].size
 
 
 async def test_article_head_and_stat_by_number(feed: SampleFeed, server: SampleServer) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from usenet_indexer.indexing.par2 import read_par2
-from usenet_indexer.indexing.par2_writer import Par2Input, par2_index
+from usenet_indexer.indexing.par2_writer import Par2Input, index_size, par2_index
 
 FILES = {
     "Quiet.Harbor.2019.1080p.BluRay.x264-GRP.part01.rar": 50_000,
@@ -74,3 +74,13 @@ def test_par2cmdline_verifies_the_files_against_it(tmp_path: Path) -> None:
     done = subprocess.run([tool, "verify", "set.par2"], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode != 0
     assert "damaged" in done.stdout.lower()
+
+
+@pytest.mark.parametrize("slice_size", [4, 1024, 3000, 16_384])
+def test_index_size_without_the_bytes_is_the_index_length(slice_size: int) -> None:
+    # The sample server's truth() gives a PAR2 file's size without hashing a release's files.
+    files = inputs()
+    assert index_size([(f.name, len(f.data)) for f in files], slice_size) == len(
+        par2_index(files, slice_size)
+    )
+    assert index_size([("empty", 0)], slice_size) == len(par2_index([Par2Input("empty", b"")], slice_size))

@@ -1,0 +1,286 @@
+"""Obfuscated posts found (issue 16): how well the indexer finds and names the releases the sample news
+server posts, per style (named, noisy, PAR2-obfuscated, per-file random names, fully random subjects;
+and the cross-posted ones, of any style).
+
+It runs the real pipeline as ``demo`` does: the sample news server (a thread of this process, the
+demo's sample at ``--scale``), ``usenet-indexer groups add`` for each sample group, then ``usenet-indexer
+run --exit-when-done`` on SQLite in a temporary data directory, with the demo's sizes (ranges, chunks,
+a probe pass every 2 s): run ends when every group is indexed and no probe is pending. Then it reads
+the catalog and compares it with what the sample posted (``SampleFeed.truth()``), matching catalog
+releases to posted ones by the message-ids of their segments.
+
+Per style, of the releases posted:
+
+- **complete as posted**: every part was posted (the sample leaves one part in a thousand out);
+- **found once**: exactly one catalog release holds its articles, and it holds no other release's;
+- **complete**: found once, and the catalog says it is complete;
+- **named right**: every catalog release holding its articles is named as the real name's release
+  name (compared as the indexer compares names: case and punctuation aside, ``naming.normalise``);
+- **complete and named**: both of the above — the issue's figure, "found complete and correctly
+  named as a share of those posted";
+- **files right**: found once, and its NZB (``catalog/nzbs.py``, what ``t=get`` serves) names exactly
+  the real files: the name a downloader reads from each file's subject, between the first quotes;
+- **named wrongly**: some catalog release holding its articles carries a wrong name without saying it
+  is obfuscated (``obfuscated`` false): a wrong name given with confidence, the worst outcome.
+
+    uv run python bench/obfuscation.py            # the demo's sample (~360,000 articles), 2 workers
+    uv run python bench/obfuscation.py --quick    # a tenth of it
+
+The last line printed is one JSON object with the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import emit
+from usenet_indexer.catalog.nzbs import nzb_bytes
+from usenet_indexer.indexing import unpack_segments
+from usenet_indexer.indexing.naming import clean_name, normalise
+from usenet_indexer.indexing.sample import STYLES, TrueRelease
+from usenet_indexer.local.demo import DEMO_SETTINGS
+from usenet_indexer.nntp.sample_server import SampleFeed, SampleServer, sample_groups
+from usenet_indexer.wire.nzb import NZB_NAMESPACE
+
+CROSS_POSTED = "cross-posted"  # a row of its own: releases of any style posted to two groups
+_QUOTED = re.compile(r'"([^"]+)"')
+
+
+def settings_env(database_url: str, data_dir: Path) -> dict[str, str]:
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("USENET_INDEXER_", "COORDINATOR_", "NODE_"))
+    }
+    env["USENET_INDEXER_DATABASE_URL"] = database_url
+    env["USENET_INDEXER_DATA_DIR"] = str(data_dir)
+    env["USENET_INDEXER_LOG_FORMAT"] = "json"
+    for key, value in DEMO_SETTINGS.items():
+        env[f"USENET_INDEXER_{key.upper()}"] = str(value)
+    return env
+
+
+def index_sample(feed: SampleFeed, folder: Path, workers: int) -> tuple[Path, float]:
+    """``groups add`` and ``run --exit-when-done`` against the feed; the SQLite file and run's seconds."""
+    database = folder / "catalog.db"
+    env = settings_env(f"sqlite:///{database}", folder / "data")
+    with SampleServer(feed) as server:
+        for name in feed.groups:
+            subprocess.run(
+                [sys.executable, "-m", "usenet_indexer", "groups", "add", name, "--all-history"],
+                env=env,
+                check=True,
+                capture_output=True,
+            )
+        began = time.monotonic()
+        log = folder / "run.log"
+        with log.open("wb") as out:
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "usenet_indexer",
+                    "run",
+                    "--nntp-host=127.0.0.1",
+                    f"--nntp-port={server.port}",
+                    "--port=0",
+                    f"--workers={workers}",
+                    f"--batch-articles={DEMO_SETTINGS['range_articles']}",
+                    "--exit-when-done",
+                    "--view=plain",
+                    "--status-seconds=30",
+                ],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                timeout=1800,
+            )
+        seconds = time.monotonic() - began
+    if done.returncode != 0:
+        raise SystemExit(f"run failed ({done.returncode}):\n{log.read_text()[-4000:]}")
+    return database, seconds
+
+
+@dataclass
+class Row:
+    key: str
+    name: str
+    obfuscated: bool
+    complete: bool
+    columns: dict[str, Any]
+    releases: set[str] = field(default_factory=set)  # ids of the posted releases whose articles it holds
+
+
+def read_catalog(
+    database: Path, feed: SampleFeed
+) -> tuple[list[Row], dict[str, set[str]], int, dict[str, int]]:
+    """The catalog's releases, which posted releases each holds, the rows holding each posted release,
+    how many segments matched no posted article, and the probe queue by status."""
+    db = sqlite3.connect(database)
+    db.row_factory = sqlite3.Row
+    try:
+        probes = {
+            str(s): int(n) for s, n in db.execute("SELECT status, count(*) FROM probe_queue GROUP BY status")
+        }
+        found = db.execute(
+            "SELECT key, name, obfuscated, complete, groups, segments, poster, first_date, posted_at, "
+            "category FROM releases"
+        ).fetchall()
+    finally:
+        db.close()
+    rows: list[Row] = []
+    holders: dict[str, set[str]] = defaultdict(set)
+    strays = 0
+    for r in found:
+        row = Row(str(r["key"]), str(r["name"]), bool(r["obfuscated"]), bool(r["complete"]), dict(r))
+        for f in unpack_segments(bytes(r["segments"])):
+            for message_id in f.message_id_list():
+                release = feed.release_of(message_id)
+                if release is None:
+                    strays += 1
+                else:
+                    row.releases.add(release)
+        for release in row.releases:
+            holders[release].add(row.key)
+        rows.append(row)
+    return rows, holders, strays, probes
+
+
+def nzb_file_names(row: Row) -> list[str]:
+    """The file names a downloader reads from the release's NZB: each file's subject between quotes."""
+    root = ET.fromstring(nzb_bytes(row.columns))
+    names = []
+    for f in root.iter(f"{{{NZB_NAMESPACE}}}file"):
+        subject = f.get("subject", "")
+        quoted = _QUOTED.search(subject)
+        names.append(quoted.group(1) if quoted else subject)
+    return names
+
+
+OUTCOMES = (
+    "posted",
+    "complete_as_posted",
+    "found_once",
+    "complete",
+    "named_right",
+    "complete_and_named",
+    "files_right",
+    "named_wrongly",
+)
+
+
+def judge(
+    truth: list[TrueRelease], rows: list[Row], holders: dict[str, set[str]]
+) -> dict[str, dict[str, int]]:
+    by_key = {row.key: row for row in rows}
+    table: dict[str, dict[str, int]] = {
+        style: dict.fromkeys(OUTCOMES, 0) for style in (*STYLES, CROSS_POSTED, "all")
+    }
+    for t in truth:
+        held = [by_key[key] for key in holders.get(t.id, ())]
+        once = len(held) == 1 and held[0].releases == {t.id}
+        real = normalise(clean_name(t.name))
+        outcome = {
+            "posted": True,
+            "complete_as_posted": t.complete,
+            "found_once": once,
+            "complete": once and held[0].complete,
+            "named_right": bool(held) and all(normalise(row.name) == real for row in held),
+            "complete_and_named": once and held[0].complete and normalise(held[0].name) == real,
+            "files_right": once and sorted(nzb_file_names(held[0])) == sorted(f.name for f in t.files),
+            "named_wrongly": any(normalise(row.name) != real and not row.obfuscated for row in held),
+        }
+        for style in (t.style, "all", *([CROSS_POSTED] if len(t.groups) > 1 else [])):
+            for name, value in outcome.items():
+                table[style][name] += int(value)
+    return table
+
+
+HEADS = {
+    "posted": "posted",
+    "complete_as_posted": "complete posted",
+    "found_once": "found once",
+    "complete": "complete",
+    "named_right": "named right",
+    "complete_and_named": "complete+named",
+    "files_right": "files right",
+    "named_wrongly": "named wrongly",
+}
+
+
+def show(table: dict[str, dict[str, int]]) -> None:
+    print(f"{'style':<16}" + "".join(f"{HEADS[name]:>16}" for name in OUTCOMES))
+    for style, counts in table.items():
+        posted = counts["posted"]
+        cells = [f"{posted:>16,}"]
+        for name in OUTCOMES[1:]:
+            share = 100.0 * counts[name] / posted if posted else 0.0
+            cells.append(f"{counts[name]:>9,} {share:5.1f}%")
+        print(f"{style:<16}" + "".join(cells))
+
+
+def share(counts: dict[str, int], name: str) -> float:
+    return round(counts[name] / counts["posted"], 3) if counts["posted"] else 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a tenth of the demo's sample")
+    parser.add_argument("--scale", type=float, default=None, help="sample size relative to the demo's")
+    parser.add_argument("--workers", type=int, default=2, help="edge worker processes")
+    args = parser.parse_args()
+    scale = args.scale or (0.1 if args.quick else 1.0)
+    began = time.process_time()
+    feed = SampleFeed(sample_groups(scale), block_articles=int(DEMO_SETTINGS["chunk_articles"]))
+    generated = time.process_time() - began
+    truth = feed.truth()
+    print(
+        f"sample: {feed.articles():,} articles in {len(feed.groups)} groups, {len(truth):,} releases "
+        f"(generated in {generated:.2f} s CPU)"
+    )
+    with tempfile.TemporaryDirectory(prefix="uibench-obfuscation") as tmp:
+        database, seconds = index_sample(feed, Path(tmp), args.workers)
+        rows, holders, strays, probes = read_catalog(database, feed)
+    table = judge(truth, rows, holders)
+    mixed = sum(len(row.releases) > 1 for row in rows)
+    print(
+        f"run --exit-when-done: {seconds:.1f} s, {args.workers} workers; the catalog holds {len(rows):,} "
+        f"releases ({mixed:,} of them mixing articles of several posted releases; {strays:,} segments "
+        "of no posted release)"
+    )
+    print(f"probes: {', '.join(f'{n:,} {status}' for status, n in sorted(probes.items())) or 'none'}")
+    print("\nreleases posted, and of them (share of posted):")
+    show(table)
+    emit(
+        {
+            "scale": scale,
+            "quick": args.quick,
+            "articles": feed.articles(),
+            "releases_posted": len(truth),
+            "catalog_releases": len(rows),
+            "catalog_releases_mixed": mixed,
+            "run_s": round(seconds, 1),
+            # The issue's figure: found once, complete and correctly named, as a share of those posted.
+            "ratio_complete_and_named": share(table["all"], "complete_and_named"),
+            **{f"complete_and_named_{style}": share(table[style], "complete_and_named") for style in table},
+            "named_wrongly": table["all"]["named_wrongly"],
+            "probes": probes,
+            "styles": table,
+        }
+    )
+
+
+if __name__ == "__main__":
+    main()
