@@ -7,9 +7,12 @@ category follows from them, and what the probe fetched is counted."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import random
 import subprocess
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from pathlib import Path
@@ -17,11 +20,12 @@ from pathlib import Path
 import pytest
 from prometheus_client import generate_latest
 
+from tests.integration.web.test_roundtrip_nzbget import NZBGet, wait_for_history
 from tests.support import inn2 as inn2_support
 from tests.support.store import query, services_for
 from usenet_indexer.catalog.batch_store import store_batch
 from usenet_indexer.catalog.grouping import Grouper
-from usenet_indexer.catalog.nzbs import nzb_release
+from usenet_indexer.catalog.nzbs import nzb_bytes, nzb_release
 from usenet_indexer.catalog.probe import Prober
 from usenet_indexer.coordinator.dashboard import dashboard
 from usenet_indexer.coordinator.metrics import Metrics
@@ -40,6 +44,17 @@ POSTER = "Random Poster <random@poster.test>"
 @pytest.fixture(scope="module")
 def inn2() -> None:
     inn2_support.ensure_inn2()
+
+
+@pytest.fixture
+def nzbget(tmp_path: Path) -> Iterator[NZBGet]:
+    folder = tmp_path / "nzbget"
+    folder.mkdir()
+    # As downloaders are set up for obfuscated posts: files renamed by the PAR2 (16 KiB hashes) while
+    # they download and after.
+    client = NZBGet(folder, DirectRename="yes", ParRename="yes")
+    yield client
+    client.close()
 
 
 def make_movie(folder: Path, rng: random.Random) -> dict[str, bytes]:
@@ -114,7 +129,7 @@ def index(services: Services, group: str, overview: bytes, high: int) -> None:
 
 
 async def test_releases_of_random_names_are_joined_and_named_from_their_bodies(
-    inn2: None, database_url: str, tmp_path: Path
+    inn2: None, database_url: str, tmp_path: Path, nzbget: NZBGet
 ) -> None:
     rng = random.Random(16)
     (tmp_path / "movie").mkdir()
@@ -189,6 +204,22 @@ async def test_releases_of_random_names_are_joined_and_named_from_their_bodies(
         assert f'usenet_indexer_probe_articles{{status="done"}} {articles:.1f}' in text
         assert f'usenet_indexer_probe_bytes{{status="done"}} {float(fetched)}' in text
         assert "usenet_indexer_joined_releases 2.0" in text
+        # NZBGet downloads the movie from INN2 by its NZB: every file byte for byte, the rar volumes
+        # under their real names, the PAR2 set verified (NZBGet names PAR2 files its own way).
+        nzb = nzb_bytes(movie_row)
+        content = base64.b64encode(nzb).decode()
+        nzbget.call("append", f"{MOVIE}.nzb", content, "", 0, False, False, "", 0, "SCORE", [])
+        entry = wait_for_history(nzbget)
+        assert entry["Status"].startswith("SUCCESS"), (entry, nzbget.log())
+        assert entry["ParStatus"] == "SUCCESS", nzbget.log()
+        downloaded = {p.name: p.read_bytes() for p in Path(entry["DestDir"]).iterdir()}
+        for name, data in movie.items():
+            if name.endswith(".rar"):
+                assert downloaded.get(name) == data, (name, sorted(downloaded))
+        assert sorted(hashlib.md5(d).hexdigest() for d in downloaded.values()) == sorted(
+            hashlib.md5(d).hexdigest() for d in movie.values()
+        )
+
         probes = dashboard(services).probes
         assert (probes.named, probes.pending, probes.articles, probes.bytes, probes.joined) == (
             2,

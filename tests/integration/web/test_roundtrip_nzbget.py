@@ -156,7 +156,8 @@ def free_port() -> int:
 class NZBGet:
     """NZBGet in server mode in a temporary folder, driven over its JSON-RPC."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, **overrides: str) -> None:
+        """``overrides``: options to set otherwise than this round trip's (e.g. ``ParRename="yes"``)."""
         self.folder = folder
         self.port = free_port()
         self.config = folder / "nzbget.conf"
@@ -194,6 +195,7 @@ class NZBGet:
             "ParCleanupQueue": "no",
             "HealthCheck": "delete",
             "DupeCheck": "no",
+            **overrides,
         }
         self.config.write_text("".join(f"{k}={v}\n" for k, v in options.items()))
         self.process = subprocess.Popen(
