@@ -171,12 +171,14 @@ def make_release(
     groups: tuple[str, ...],
     volumes: int = 3,
     part_size: int = 40_000,
+    when: datetime | None = None,
 ) -> Posted:
     """Make a release's files and its articles in ``style`` (not posted yet: ``inn2.post_articles``
-    with ``",".join(posted.release.groups)`` posts them, or interleaved with others)."""
+    with ``",".join(posted.release.groups)`` posts them, or interleaved with others); ``when``: the
+    first article's date (now by default), a second later each."""
     files = make_files(folder / name, name, rng, volumes=volumes)
     release = disguise(files, name, style, rng, poster=poster, groups=groups)
-    made, parts = articles(files, release, rng, part_size=part_size)
+    made, parts = articles(files, release, rng, part_size=part_size, when=when)
     return Posted(name, style, tuple(files), release, tuple(made), tuple(parts))
 
 
