@@ -100,7 +100,10 @@ class Prober:
         db: Database,
         fetch_body: Callable[[str], Awaitable[bytes]],
         *,
-        batch: int = 20,
+        # 8 a round: a probe of a release under random names fetches up to 32 articles (~24 MB), and a
+        # round is cut off after PROBE_ROUND_SECONDS (coordinator/server.py), its probes left "working"
+        # until STALE_SECONDS; a full round runs again at once.
+        batch: int = 8,
         fence: Fence | None = None,
     ) -> None:
         self.db = db

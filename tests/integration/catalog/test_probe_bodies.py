@@ -30,7 +30,7 @@ from usenet_indexer.catalog.probe import Prober
 from usenet_indexer.coordinator.dashboard import dashboard
 from usenet_indexer.coordinator.metrics import Metrics
 from usenet_indexer.coordinator.services import Services
-from usenet_indexer.indexing import RangeIndexer, default_rules
+from usenet_indexer.indexing import RangeIndexer, default_rules, unpack_segments
 from usenet_indexer.indexing.grouping import GAP_ARTICLES
 from usenet_indexer.nntp import yenc
 from usenet_indexer.nntp.pool import NNTPPool, ServerSettings
@@ -105,8 +105,9 @@ def articles_of(
     return out, posted
 
 
-def index(services: Services, group: str, overview: bytes, high: int) -> None:
-    """The overview in two ranges, cut in the middle of the first release; the ranges recorded done."""
+def index(services: Services, group: str, overview: bytes, high: int, *, again: bool = False) -> None:
+    """The overview in two ranges, cut in the middle of the first release; the ranges recorded done.
+    ``again``: the first range indexed once more (a reindex), the group already planned."""
     cut = high // 3
     lines = overview.split(b"\r\n")
 
@@ -115,10 +116,11 @@ def index(services: Services, group: str, overview: bytes, high: int) -> None:
             line + b"\r\n" for line in lines if line and first <= int(line.split(b"\t", 1)[0]) <= last
         )
 
-    services.groups.add(group)
     end = high + GAP_ARTICLES + 1  # the group goes on past the posts: their bursts are final
-    services.groups.plan(group, 1, end)
-    for first, last in ((1, cut), (cut + 1, end)):
+    if not again:
+        services.groups.add(group)
+        services.groups.plan(group, 1, end)
+    for first, last in ((1, cut),) if again else ((1, cut), (cut + 1, end)):
         indexer = RangeIndexer(group, first, last, first, default_rules())
         indexer.add_text(upto(last, first), last + 1)
         indexer.finish()
@@ -161,6 +163,20 @@ async def test_releases_of_random_names_are_joined_and_named_from_their_bodies(
             results = await Prober(services.db, pool.body).run_once()
         assert sorted((r.name, r.error) for r in results) == [(MOVIE, None), (SHOW, None)]
 
+        rows = query(
+            services.db,
+            "SELECT r.key, r.name, r.name_source, r.category, r.obfuscated, r.poster, r.groups, "
+            "r.first_date, r.posted_at, r.segments, p.articles, p.bytes "
+            "FROM releases r JOIN probe_queue p ON p.release_key = r.key ORDER BY r.name",
+        )
+        # Indexed again after the probe (a reindex): the members' fragments merge into the joined
+        # releases by their aliases, their random file names renamed as the probe renamed them.
+        before = query(services.db, "SELECT key, name, files_seen, parts_seen FROM releases ORDER BY key")
+        index(services, group, overview, info.high, again=True)
+        assert (
+            query(services.db, "SELECT key, name, files_seen, parts_seen FROM releases ORDER BY key")
+            == before
+        )
         rows = query(
             services.db,
             "SELECT r.key, r.name, r.name_source, r.category, r.obfuscated, r.poster, r.groups, "
@@ -228,5 +244,36 @@ async def test_releases_of_random_names_are_joined_and_named_from_their_bodies(
             fetched,
             2,
         )
+    finally:
+        services.close()
+
+
+async def test_bodies_that_name_nothing_leave_the_release_as_it_is(
+    inn2: None, database_url: str, tmp_path: Path
+) -> None:
+    """Random subjects, random yEnc names, no PAR2: the probe fetches each file's first article, finds
+    no name that fits, and says so; the release and its files keep their posted names."""
+    rng = random.Random(61)
+    files = {f"file{k}.bin": rng.randbytes(70_000 + k) for k in range(1, 4)}
+    posted, names = articles_of(files, rng, datetime.now(UTC) - timedelta(hours=3), real_yenc_names=False)
+    group = inn2_support.new_group("alt.binaries.random.nothing")
+    assert inn2_support.post_articles(group, posted) == len(posted)
+    services = services_for(database_url, tmp_path / "data")
+    server = ServerSettings(host=inn2_support.HOST, port=inn2_support.PLAIN_PORT, connections=2)
+    try:
+        async with NNTPPool([server]) as pool:
+            info = await pool.group(group)
+            overview = b"".join([piece async for piece in pool.over(group, 1, info.high, compress=False)])
+            index(services, group, overview, info.high)
+            assert Grouper(services.db).run_once().joined == 1
+            (before,) = query(services.db, "SELECT key, name, segments FROM releases")
+            (result,) = await Prober(services.db, pool.body).run_once()
+        assert result.name is None and result.error is not None
+        assert "the bodies name nothing" in result.error
+        assert result.articles == len(files)  # each file's first article, once
+        (after,) = query(services.db, "SELECT key, name, name_source, obfuscated, segments FROM releases")
+        assert (after["name"], after["name_source"], after["obfuscated"]) == (before["name"], "subject", True)
+        assert bytes(after["segments"]) == bytes(before["segments"])
+        assert {f.name for f in unpack_segments(bytes(after["segments"]))} == set(names.values())
     finally:
         services.close()
