@@ -22,6 +22,10 @@ ranges through the node API. Then, per release:
 - the NZB of ``t=get`` names every file by its real name (downloaders read it from the subjects);
 - NZBGet, given the ``t=get`` link, downloads it from INN2 and every file's md5 is the original's.
 
+Where the indexer falls short today a case is marked ``xfail(strict=True)``, with the reason (file,
+line, what happens: ``NOISY_NAME``, ``NZB_SUBJECTS``, ``NZB_PAR2_OBFUSCATED``), so that it fails loudly
+once fixed. On both stores, each world built once (~7 s).
+
 Needs INN2 (scripts/inn2-setup.sh), ``par2`` and ``nzbget`` (scripts/setup-system.sh).
 """
 
@@ -46,7 +50,7 @@ import pytest
 from lxml import etree
 
 from tests.support import inn2 as support
-from tests.support.databases import SqliteTemplate
+from tests.support.databases import PostgresTemplate, SqliteTemplate
 from tests.support.live import live_coordinator
 from tests.support.loops import news_service, ranges_of
 from tests.support.nzbget import NZBGet, wait_for_entries
@@ -107,7 +111,10 @@ class Found:
 
 @dataclass
 class World:
+    posted: dict[str, Posted]
+    rows: list[dict[str, Any]]  # the catalog's releases
     found: dict[str, Found]
+    nodes: int  # edge nodes that stored batches
     probes: list[dict[str, Any]]
     loops: list[str]  # errors the background loops logged
     seconds: float
@@ -256,8 +263,22 @@ def run_indexer(services: Services, highs: dict[str, int], timeout: float = 120.
     return [f"{lp.name}: {lp.last_error}" for lp in runner.loops if lp.errors]
 
 
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A migrated, empty store of each dialect, for the module (the world is built once per store)."""
+    if request.param == "sqlite":
+        template: SqliteTemplate = request.getfixturevalue("sqlite_template")
+        with template.database(tmp_path_factory.mktemp("store")) as url:
+            yield url
+    else:
+        postgres: PostgresTemplate = request.getfixturevalue("pg_template")
+        with postgres.database() as url:
+            yield url
+
+
 @pytest.fixture(scope="module")
-def world(sqlite_template: SqliteTemplate, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+def world(store: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    """Posted, indexed, read through the API and downloaded by NZBGet, once per store."""
     support.ensure_inn2()
     for tool in ("par2", "nzbget"):
         if shutil.which(tool) is None:
@@ -267,65 +288,60 @@ def world(sqlite_template: SqliteTemplate, tmp_path_factory: pytest.TempPathFact
     first, second = support.new_group("alt.binaries.styles"), support.new_group("alt.binaries.styles.x")
     posted = post_releases(tmp / "source", first, second)
     highs = {first: inn2_high(first), second: inn2_high(second)}
-    with sqlite_template.database(tmp) as url:
-        services = services_for(
-            url,
-            tmp / "data",
-            range_articles=RANGE_ARTICLES,
-            chunk_articles=RANGE_ARTICLES // 2,
-            tail_min_articles=1,
-            planner_period_seconds=0.3,
-            prefetch_idle_seconds=0.1,
-            grouping_period_seconds=0.3,
-            probe_period_seconds=0.3,
-        )
-        services.rules.ensure_default()
-        nzbget_folder = tmp / "nzbget"
-        nzbget_folder.mkdir()
-        nzbget = NZBGet(nzbget_folder)
-        try:
-            for group in highs:
-                services.groups.add(group)
-            errors = run_indexer(services, highs)
-            numbers = article_numbers(first)
-            bounds = [(int(r["start_id"]), int(r["end_id"])) for r in ranges_of(services, first)]
-            rows = catalog(services)
-            _, api_key = services.users.add("downloader")
-            found: dict[str, Found] = {}
-            with live_coordinator(services) as url:
-                for key, case in CASES.items():
-                    made = posted[key]
-                    ids = message_ids(made)
-                    spans = {
-                        i for n in (numbers[m] for m in ids) for i, (s, e) in enumerate(bounds) if s <= n <= e
-                    }
-                    items = search(url, api_key, " ".join(case.name.split(".")[:2]))
-                    nzb = b""
-                    if items:
-                        link = items[0][1]["link"][0]
-                        nzb = httpx.get(link).content
-                        nzbget.call("append", f"{key}.nzb", link, "", 0, False, False, "", 0, "SCORE", [])
-                    holding = [r for r in rows if r["message_ids"] & ids]
-                    found[key] = Found(made, len(spans), holding, items, nzb, {}, {})
-                expected = sum(1 for f in found.values() if f.items)
-                history = wait_for_entries(nzbget, expected) if expected else []
-            for entry in history:
-                key = str(entry["NZBName"])
-                folder = Path(entry["DestDir"])
-                files = (
-                    {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
-                    if folder.exists()
-                    else {}
-                )
-                found[key].download = entry
-                found[key].files = files
-            probes = query(
-                services.db, "SELECT release_key, status, attempts, error, articles FROM probe_queue"
-            )
-            yield World(found, probes, errors, time.monotonic() - began)
-        finally:
-            nzbget.close()
-            services.close()
+    services = services_for(
+        store,
+        tmp / "data",
+        range_articles=RANGE_ARTICLES,
+        chunk_articles=RANGE_ARTICLES // 2,
+        tail_min_articles=1,
+        planner_period_seconds=0.3,
+        prefetch_idle_seconds=0.1,
+        grouping_period_seconds=0.3,
+        probe_period_seconds=0.3,
+    )
+    services.rules.ensure_default()
+    (tmp / "nzbget").mkdir()
+    nzbget = NZBGet(tmp / "nzbget")
+    try:
+        for group in highs:
+            services.groups.add(group)
+        errors = run_indexer(services, highs)
+        numbers = article_numbers(first)
+        bounds = [(int(r["start_id"]), int(r["end_id"])) for r in ranges_of(services, first)]
+        rows = catalog(services)
+        found: dict[str, Found] = {}
+        for key in CASES:
+            ids = message_ids(posted[key])
+            spans = {i for m in ids for i, (s, e) in enumerate(bounds) if s <= numbers[m] <= e}
+            holding = [r for r in rows if r["message_ids"] & ids]
+            found[key] = Found(posted[key], len(spans), holding, [], b"", {}, {})
+        download(services, found, nzbget)
+        nodes = query(services.db, "SELECT DISTINCT node_id FROM batch_log")
+        probes = query(services.db, "SELECT release_key, status, attempts, error, articles FROM probe_queue")
+        yield World(posted, rows, found, len(nodes), probes, errors, time.monotonic() - began)
+    finally:
+        nzbget.close()
+        services.close()
+
+
+def download(services: Services, found: dict[str, Found], nzbget: NZBGet) -> None:
+    """Each case searched through the API; its NZB fetched from the ``t=get`` link, and the link given
+    to NZBGet, which downloads them all from INN2 (the coordinator serving it the NZBs meanwhile)."""
+    _, api_key = services.users.add("downloader")
+    with live_coordinator(services) as url:
+        for key, case in CASES.items():
+            found[key].items = search(url, api_key, " ".join(case.name.split(".")[:2]))
+            if found[key].items:
+                link = found[key].items[0][1]["link"][0]
+                found[key].nzb = httpx.get(link).content
+                nzbget.call("append", f"{key}.nzb", link, "", 0, False, False, "", 0, "SCORE", [])
+        expected = sum(1 for f in found.values() if f.items)
+        history = wait_for_entries(nzbget, expected) if expected else []
+    for entry in history:
+        key, folder = str(entry["NZBName"]), Path(entry["DestDir"])
+        found[key].download = entry
+        if folder.exists():
+            found[key].files = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
 
 
 def context(world: World, key: str) -> str:
@@ -336,51 +352,103 @@ def context(world: World, key: str) -> str:
     )
 
 
-def test_the_loops_ran_without_errors_and_the_releases_straddle_ranges(world: World) -> None:
+# Where the indexer falls short today (each case fails loudly, strict, once it is fixed).
+NOISY_NAME = (
+    "indexing/rules.py:256 names a posting of several files by the text before [k/N] (the title) rather "
+    "than by its quoted file's base, and _title (rules.py:287) drops only the tags _NOISE (rules.py:281) "
+    "knows, [PRiVATE] and [WtFnZb] literally: the poster's random tag stays and the release is named "
+    "'[ZRLtvm]-[Field.Notes.S01E02.720p.WEB.h264-TEAM]'"
+)
+NZB_SUBJECTS = (
+    "catalog/nzbs.py:38 writes each file's subject as posted into the NZB; the probe renames only the "
+    "file's name in the segment blob (indexing/bodies.py:171, apply_renames), which wire/nzb.py uses for "
+    "ordering, never writes: downloaders read the random names"
+)
+NZB_PAR2_OBFUSCATED = (
+    f"{NZB_SUBJECTS}; and the probe renames only the PAR2 index: it never reads the rar volumes' first "
+    "articles (indexing/bodies.py:227 fetches only files with no known extension, so '<hash>.part01.rar' "
+    "is never matched to the PAR2's entries by size and 16 KiB hash), and nothing names the recovery "
+    "volumes '<hash>.vol0+1.par2' (the index does not describe them)"
+)
+
+
+def cases(failing: dict[str, str]) -> list[Any]:
+    return [
+        pytest.param(key, marks=pytest.mark.xfail(strict=True, reason=failing[key]))
+        if key in failing
+        else key
+        for key in CASES
+    ]
+
+
+def test_the_loops_ran_and_every_release_straddles_ranges(world: World) -> None:
     assert world.loops == []
+    assert world.nodes == 2
     for key, found in world.found.items():
         assert found.ranges >= 2, key  # each release was indexed in pieces
+    # Nothing else in the catalog: one release per release posted, holding its articles and no other's
+    # (no file of a joined release left on its own, no second row of the cross-post). The fully random
+    # release is left out.
+    noise = message_ids(world.posted["fully_random"])
+    held = sorted(sorted(r["message_ids"]) for r in world.rows if not r["message_ids"] & noise)
+    assert held == sorted(sorted(message_ids(p)) for k, p in world.posted.items() if k != "fully_random")
     print(f"posted, indexed, searched and downloaded in {world.seconds:.1f} s")
 
 
 @pytest.mark.parametrize("key", list(CASES))
-def test_each_release_is_found_once_complete_with_its_name_and_category(world: World, key: str) -> None:
+def test_each_release_is_found_once_complete_in_its_category(world: World, key: str) -> None:
     case, found = CASES[key], world.found[key]
     why = context(world, key)
     # One catalog release holds its articles, and all of them.
     assert len(found.rows) == 1, why
     (row,) = found.rows
     assert row["message_ids"] == message_ids(found.posted), why
-    assert (row["name"], int(row["category"])) == (case.name, case.category), why
+    assert int(row["category"]) == case.category, why
     assert bool(row["complete"]), why
     assert int(row["files_seen"]) == int(row["file_total"]) == len(found.posted.files), why
-    # t=search finds it once, under its real name, in its category, complete.
-    assert [title for title, _ in found.items] == [case.name], why
+    # t=search on words of its real name finds it once, in its category, complete, in its groups.
+    assert len(found.items) == 1, why
     attrs = found.items[0][1]
     assert str(case.category) in attrs["category"], attrs
     assert attrs["files"] == [str(len(found.posted.files))], attrs
     assert attrs["completion"] == ["100"], attrs
-    groups = set(attrs["group"][0].split(","))
-    assert groups == set(found.posted.release.groups), attrs
+    assert set(attrs["group"][0].split(",")) == set(found.posted.release.groups), attrs
+
+
+@pytest.mark.parametrize("key", cases({"noisy": NOISY_NAME}))
+def test_each_release_has_its_real_name(world: World, key: str) -> None:
+    case, found = CASES[key], world.found[key]
+    assert [r["name"] for r in found.rows] == [case.name], context(world, key)
+    assert [title for title, _ in found.items] == [case.name], context(world, key)
 
 
 QUOTED = re.compile(r'"([^"]+)"')
 
 
 @pytest.mark.parametrize("key", list(CASES))
-def test_the_nzb_names_every_file_by_its_real_name(world: World, key: str) -> None:
+def test_the_nzb_holds_every_article_in_its_groups(world: World, key: str) -> None:
     found = world.found[key]
     assert found.nzb, context(world, key)
     root = etree.fromstring(found.nzb)
     files = root.findall("nzb:file", NZB_NS)
-    names = []
+    assert len(files) == len(found.posted.files)
     for f in files:
-        quoted = QUOTED.search(f.get("subject") or "")
-        names.append(quoted.group(1) if quoted else f.get("subject"))
         assert {g.text for g in f.findall("nzb:groups/nzb:group", NZB_NS)} == set(found.posted.release.groups)
     segments = [s.text for s in root.findall("nzb:file/nzb:segments/nzb:segment", NZB_NS)]
     assert Counter(segments) == Counter(a.message_id.strip("<>") for a in found.posted.articles)
-    assert sorted(names) == sorted(f.name for f in found.posted.files), found.nzb.decode()[:3000]
+
+
+@pytest.mark.parametrize(
+    "key", cases({"par2_obfuscated": NZB_PAR2_OBFUSCATED, "per_file_random": NZB_SUBJECTS})
+)
+def test_the_nzb_names_every_file_by_its_real_name(world: World, key: str) -> None:
+    found = world.found[key]
+    assert found.nzb, context(world, key)
+    names = []
+    for f in etree.fromstring(found.nzb).findall("nzb:file", NZB_NS):
+        quoted = QUOTED.search(f.get("subject") or "")  # where downloaders read a file's name
+        names.append(quoted.group(1) if quoted else f.get("subject"))
+    assert sorted(names) == sorted(f.name for f in found.posted.files)
 
 
 @pytest.mark.parametrize("key", list(CASES))
@@ -389,6 +457,7 @@ def test_nzbget_downloads_every_file_intact(world: World, key: str) -> None:
     entry = found.download
     assert entry, context(world, key)
     assert entry["Status"].startswith("SUCCESS"), entry
+    assert entry["ParStatus"] == "SUCCESS", entry  # it found the PAR2 set and verified the files with it
     assert entry["FailedArticles"] == 0, entry
     assert entry["SuccessArticles"] == len(found.posted.articles), entry
 
@@ -397,7 +466,7 @@ def test_nzbget_downloads_every_file_intact(world: World, key: str) -> None:
 
     originals = {f.name: f.data for f in found.posted.files}
     assert md5s(found.files) == md5s(originals), (sorted(found.files), sorted(originals))
-    # Whatever name NZBGet gave a file, it is the bytes posted under it: real names hold the real files.
+    # Whatever name NZBGet gave a file, a real name holds the real file.
     for name, data in found.files.items():
         if name in originals:
             assert data == originals[name], name
