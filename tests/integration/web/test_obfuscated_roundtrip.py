@@ -39,7 +39,7 @@ import shutil
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -184,15 +184,30 @@ def inn2_high(group: str) -> int:
     return asyncio.run(read())
 
 
-def settled(services: Services, highs: dict[str, int]) -> bool:
-    """Both groups planned to INN2's high watermark and indexed, every final burst joined, every probe
-    done or failed for good."""
+def wait_for(done: Callable[[], bool], timeout: float, what: str | Callable[[], str]) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what if isinstance(what, str) else what()} (after {timeout} s)")
+        time.sleep(0.2)
+
+
+def planned(services: Services, highs: dict[str, int]) -> bool:
+    """Both groups planned to INN2's high watermark."""
     for group, high in highs.items():
         ranges = ranges_of(services, group)
         if not ranges or max(int(r["end_id"]) for r in ranges) < high:
             return False
-        if any(r["status"] != "done" for r in ranges):
-            return False
+    return True
+
+
+def settled(services: Services, highs: dict[str, int]) -> bool:
+    """Both groups planned to INN2's high watermark and indexed, every final burst joined, every probe
+    done or failed for good."""
+    if not planned(services, highs):
+        return False
+    if any(r["status"] != "done" for group in highs for r in ranges_of(services, group)):
+        return False
     if Grouper(services.db).pending():
         return False
     waiting = query(
@@ -236,20 +251,22 @@ def run_indexer(services: Services, highs: dict[str, int], timeout: float = 120.
         with live_coordinator(services) as url:
             tokens = [services.nodes.add(f"edge-{i}")[1] for i in range(2)]
             workers = [EdgeWorker(NodeClient(url, t), batch_articles=50, idle_seconds=0.1) for t in tokens]
+            wait_for(lambda: planned(services, highs), timeout, "the planner planned nothing")
+            for w in workers:
+                assert w.run(max_ranges=1) == 1  # one range each first: both workers index
             threads = [threading.Thread(target=w.run) for w in workers]
             for t in threads:
                 t.start()
             try:
-                deadline = time.monotonic() + timeout
-                while not settled(services, highs):
-                    if time.monotonic() > deadline:
-                        ranges = query(services.db, "SELECT * FROM ranges")
-                        raise AssertionError(
-                            f"not settled in {timeout} s: ranges {ranges}, "
-                            f"probes {query(services.db, 'SELECT * FROM probe_queue')}, "
-                            f"loops {[(lp.name, lp.runs, lp.last_error) for lp in runner.loops]}"
-                        )
-                    time.sleep(0.2)
+                wait_for(
+                    lambda: settled(services, highs),
+                    timeout,
+                    lambda: (
+                        f"not settled: ranges {query(services.db, 'SELECT * FROM ranges')}, "
+                        f"probes {query(services.db, 'SELECT * FROM probe_queue')}, "
+                        f"loops {[(lp.name, lp.runs, lp.last_error) for lp in runner.loops]}"
+                    ),
+                )
             finally:
                 for w in workers:
                     w.stop.set()
