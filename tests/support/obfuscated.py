@@ -75,8 +75,11 @@ def post_random(
     first: int = 1_000,
     start_time: int = 1_700_000_000,
     shuffle: float = 0.1,
+    lost_files: float = 0.0,
+    lost_parts: float = 0.0,
 ) -> RandomPosting:
-    """Each poster posts its releases in plan order, one after the other; the posters at once."""
+    """Each poster posts its releases in plan order, one after the other; the posters at once.
+    ``lost_files``, ``lost_parts``: shares of files and of parts that never reach the server."""
     queues: dict[str, list[int]] = {}
     for r, release in enumerate(releases):
         queues.setdefault(release.poster, []).append(r)
@@ -91,7 +94,13 @@ def post_random(
                 r = queues[poster].pop(0)
                 if not queues[poster]:
                     del queues[poster]
-                stream = [(r, i, p) for i, f in enumerate(releases[r].files) for p in range(1, f.parts + 1)]
+                kept = [i for i in range(len(releases[r].files)) if rng.random() >= lost_files] or [0]
+                stream = [
+                    (r, i, p)
+                    for i in kept
+                    for p in range(1, releases[r].files[i].parts + 1)
+                    if p == 1 or rng.random() >= lost_parts
+                ]
                 for k in range(len(stream) - 1):  # several connections: neighbours swap places
                     if rng.random() < shuffle:
                         stream[k], stream[k + 1] = stream[k + 1], stream[k]

@@ -194,9 +194,10 @@ def fetch_plan(
 
     - For the PAR2 index: the article a subject named (``par2_message_id``), else the files the names
       say are PAR2, then the smallest files (an index file is a few KB, one article): PAR2_TRIES.
-    - Then each file whose posted name is random (no known extension, or a random base with none of
-      the set's suffixes): its yEnc name and first bytes may name it. Files named ``x.part01.rar`` are
-      not fetched: the PAR2 names the release, and their names already say what they are.
+    - Then each file whose posted name is random (a random base without a known extension, or one
+      that no other file of the release shares): its yEnc name and first bytes may name it. The
+      members of one obfuscated set (``<hex>.part01.rar`` … ``<hex>.par2``) are not fetched: the PAR2
+      names the release, and their suffixes already say what each file is.
 
     Why 32: a release of per-file random names is typically 10–60 files; 32 articles (~24 MB at
     750 KB a part) name the release (the PAR2 alone does) and most of its files, and a probe of a
@@ -221,11 +222,15 @@ def fetch_plan(
             if all(n != held for held, _ in par2):
                 par2.append((n, firsts[n]))
     tried = {n for n, _ in par2}
-    others = [
-        (n, firsts[n])
-        for n in sorted(firsts)
-        if n not in tried and (file_kind(n) is FileKind.OTHER and looks_obfuscated(release_base(n)))
-    ]
+    shared = Counter(release_base(n) for n in firsts)
+
+    def random_name(n: str) -> bool:
+        # A random base with no known extension, or one no other file shares ("<hex>.rar" per file):
+        # not the members of one obfuscated set, whose suffixes already say what each file is.
+        base = release_base(n)
+        return looks_obfuscated(base) and (file_kind(n) is FileKind.OTHER or shared[base] == 1)
+
+    others = [(n, firsts[n]) for n in sorted(firsts) if n not in tried and random_name(n)]
     room = max(0, cap - len(par2))
     return FetchPlan(tuple(par2[:cap]), tuple(others[:room]))
 

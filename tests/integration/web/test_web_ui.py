@@ -61,6 +61,16 @@ def test_dashboard_shows_the_stores_figures(filled: Services, client: TestClient
     assert "chunk 1 does not inflate" in page.text
     assert 'role="progressbar"' in page.text
     assert "log in to retry" in page.text
+    # The probes (issue 16): how many named from their bodies, and what that fetched.
+    query(filled.db, "DELETE FROM probe_queue")
+    query(
+        filled.db,
+        "INSERT INTO probe_queue (release_key, par2_message_id, status, articles, bytes, created_at, "
+        "updated_at) VALUES ('a', '', 'done', 7, 414600, 0, 0), ('b', '', 'queued', 0, 0, 0, 0)",
+    )
+    card = re.search(r'id="card-probes".*?</div></div>', client.get("/").text, re.S)
+    assert card is not None
+    assert ">1<" in card.group() and "1 to probe" in card.group() and "7 articles" in card.group()
 
 
 def test_search_page_finds_and_downloads(filled: Services, client: TestClient) -> None:

@@ -171,3 +171,15 @@ def test_hostile_first_parts_never_raise_nor_give_unsafe_or_shared_names(
     _held, renamed = apply_renames(list(unique.values()), found.renames)
     names = [f.name for f in renamed]
     assert len(names) == len(set(names))
+
+
+def test_per_file_random_names_with_extensions_are_fetched_set_members_are_not() -> None:
+    rng = random.Random(9)
+    each = [fragment(f"{hexname(rng)}.rar", 10, 700_000, f"r{k}") for k in range(4)]
+    plan = fetch_plan(each)
+    assert len(plan.par2) + len(plan.others) == 4  # every file: a random name of its own
+    base = hexname(rng)
+    members = [fragment(f"{base}.part{k:02d}.rar", 10, 700_000, f"m{k}") for k in range(1, 5)]
+    members.append(fragment(f"{base}.par2", 1, 9_000, "p"))
+    plan = fetch_plan(members)
+    assert plan.others == ()

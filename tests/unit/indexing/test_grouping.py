@@ -78,9 +78,9 @@ def index(posting: RandomPosting, start: int, end: int, cuts: list[int]) -> list
     return batches
 
 
-def scenario(seed: int, releases: int = 14) -> RandomPosting:
+def scenario(seed: int, releases: int = 14, **losses: float) -> RandomPosting:
     rng = random.Random(seed)
-    return post_random(plan_random(rng, releases), rng, group=GROUP)
+    return post_random(plan_random(rng, releases), rng, group=GROUP, **losses)
 
 
 def end_of(posting: RandomPosting) -> int:
@@ -97,6 +97,9 @@ def one_run(posting: RandomPosting) -> list[frozenset[str]]:
 
 
 SCENARIOS = [scenario(seed) for seed in (3, 4, 5)]
+# Files and parts lost on the way: the plan may not be recoverable (a release missing its last files
+# followed by one missing its first), but the result is still the same whatever the cuts.
+LOSSY = [scenario(seed, 18, lost_files=0.15, lost_parts=0.05) for seed in (6, 7)]
 
 
 @pytest.mark.parametrize("s", SCENARIOS, ids=["3", "4", "5"])
@@ -107,7 +110,7 @@ def test_one_uninterrupted_run_finds_every_release_once(s: RandomPosting) -> Non
 
 @PROPS
 @given(
-    st.sampled_from([0, 1, 2]),
+    st.sampled_from([0, 1, 2, 3, 4]),
     st.randoms(use_true_random=False),
     st.integers(0, 6),
     st.integers(0, 30),
@@ -117,7 +120,7 @@ def test_any_ranges_batches_and_order_end_in_the_same_releases(
 ) -> None:
     """Ranges indexed a batch at a time in a random interleaving, the grouping run after every batch
     with what is settled then: the catalog ends as one uninterrupted run's, which is the plan's."""
-    s = SCENARIOS[which]
+    s = (SCENARIOS + LOSSY)[which]
     first, last = s.posting.first, end_of(s)
     bounds = [first, *sorted(rng.sample(range(first + 1, last), n_ranges)), last + 1]
     ranges = [(bounds[i], bounds[i + 1] - 1) for i in range(len(bounds) - 1) if bounds[i] < bounds[i + 1]]
@@ -138,7 +141,9 @@ def test_any_ranges_batches_and_order_end_in_the_same_releases(
         ]
         catalog.group(Settled(states))
     catalog.group(Settled([RangeState(a, b, b + 1, "done") for a, b in ranges]))
-    assert catalog.found() == one_run(s) == s.expected()
+    assert catalog.found() == one_run(s)
+    if s in SCENARIOS:
+        assert catalog.found() == s.expected()
 
 
 @PROPS
