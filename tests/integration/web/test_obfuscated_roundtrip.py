@@ -383,9 +383,9 @@ NZB_SUBJECTS = (
 )
 NZB_PAR2_OBFUSCATED = (
     f"{NZB_SUBJECTS}; and the probe renames only the PAR2 index: it never reads the rar volumes' first "
-    "articles (indexing/bodies.py:227 fetches only files with no known extension, so '<hash>.part01.rar' "
-    "is never matched to the PAR2's entries by size and 16 KiB hash), and nothing names the recovery "
-    "volumes '<hash>.vol0+1.par2' (the index does not describe them)"
+    "articles (indexing/bodies.py:227-233, fetch_plan's random_name, skips the members of one obfuscated "
+    "set by design, so '<hash>.part01.rar' is never matched to the PAR2's entries by size and 16 KiB "
+    "hash), and nothing names the recovery volumes '<hash>.vol0+1.par2' (the index does not describe them)"
 )
 
 
