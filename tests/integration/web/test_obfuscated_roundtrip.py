@@ -2,11 +2,13 @@
 complete, under their real name and category, and NZBGet downloads every file intact from their NZBs.
 
 One release per style (tests/support/posting.py: real files, the PAR2 set par2cmdline makes for them,
-yEnc parts): ``named``, ``noisy`` (the standard subject wrapped in tags), ``par2_obfuscated`` (a random
-name in the subjects, the real one in the PAR2), ``per_file_random`` (every file under a random name of
-its own, the real names in the yEnc headers and the PAR2) and ``cross_posted`` (a named release posted
-once to two groups). One poster posts them one after the other, two hours ago; another poster's release
-and a third poster's release in the style "fully random subjects" are posted at the same time, so
+yEnc parts): ``named``; ``noisy``, the standard subject wrapped in noise in each of the three forms the
+sample server posts (``[PRiVATE]-[tag]-[Name]-[1/6] - "…"``, ``noisy_tagged`` ``[HD] Name [1/6] - "…"
+yEnc (1/4) 160000``, ``noisy_site`` ``>site< Name [1/6] - "…" yEnc (1/4) >site<``); ``par2_obfuscated``
+(a random name in the subjects, the real one in the PAR2); ``per_file_random`` (every file under a random
+name of its own, the real names in the yEnc headers and the PAR2); and ``cross_posted`` (a named release
+posted once to two groups). One poster posts them one after the other, two hours ago; another poster's
+release and a third poster's release in the style "fully random subjects" are posted at the same time, so
 their articles fall between the others'. The style "fully random subjects" (no ``[k/N]``, no ``yEnc
 (p/P)``, random yEnc names: only the PAR2 names the files) is not handled by the indexer yet: it is
 posted, as the noise it is in a real group, and left out of the assertions.
@@ -23,7 +25,7 @@ ranges through the node API. Then, per release:
 - NZBGet, given the ``t=get`` link, downloads it from INN2 and every file's md5 is the original's.
 
 Where the indexer falls short today a case is marked ``xfail(strict=True)``, with the reason (file,
-line, what happens: ``NOISY_NAME``, ``NZB_SUBJECTS``, ``NZB_PAR2_OBFUSCATED``), so that it fails loudly
+line, what happens: ``NOISY_NAMES``, ``NZB_SUBJECTS``, ``NZB_PAR2_OBFUSCATED``), so that it fails loudly
 once fixed. On both stores, each world built once (~7 s).
 
 Needs INN2 (scripts/inn2-setup.sh), ``par2`` and ``nzbget`` (scripts/setup-system.sh).
@@ -82,6 +84,8 @@ class Case:
     name: str
     category: int
     cross_posted: bool = False
+    noise: str = "noisy_private"  # the wrapper of a noisy release's subjects (posting.NOISY_FORMS)
+    tag: str = ""  # the tag in it (random by default)
 
 
 CASES = {
@@ -89,6 +93,15 @@ CASES = {
     for c in (
         Case("named", "named", "Quiet.Meadow.2021.1080p.BluRay.x264-GRP", 2040),
         Case("noisy", "noisy", "Field.Notes.S01E02.720p.WEB.h264-TEAM", 5040),
+        Case(
+            "noisy_tagged",
+            "noisy",
+            "Lantern.Bay.S04E03.1080p.WEB.h264-GGEZ",
+            5040,
+            noise="noisy_tagged",
+            tag="HD",
+        ),
+        Case("noisy_site", "noisy", "Silver.Reef.2017.1080p.BluRay.x264-AMIABLE", 2040, noise="noisy_site"),
         Case("par2_obfuscated", "par2_obfuscated", "Glass.Garden.2019.1080p.BluRay.x264-FLUX", 2040),
         Case("per_file_random", "per_file_random", "Copper.Valley.S02E05.720p.WEB.h264-NTb", 5040),
         Case("cross_posted", "named", "Stone.Circle.2020.720p.BluRay.x264-SPARKS", 2040, cross_posted=True),
@@ -134,7 +147,16 @@ def post_releases(folder: Path, first: str, second: str) -> dict[str, Posted]:
     for case in CASES.values():
         groups = (first, second) if case.cross_posted else (first,)
         made = make_release(
-            folder, case.name, case.style, rng, poster=POSTER, groups=groups, part_size=PART_BYTES, when=when
+            folder,
+            case.name,
+            case.style,
+            rng,
+            poster=POSTER,
+            groups=groups,
+            part_size=PART_BYTES,
+            when=when,
+            noise=case.noise,
+            tag=case.tag,
         )
         posted[case.case] = made
         when += timedelta(seconds=len(made.articles) + 5)
@@ -370,12 +392,20 @@ def context(world: World, key: str) -> str:
 
 
 # Where the indexer falls short today (each case fails loudly, strict, once it is fixed).
-NOISY_NAME = (
-    "indexing/rules.py:256 names a posting of several files by the text before [k/N] (the title) rather "
-    "than by its quoted file's base, and _title (rules.py:287) drops only the tags _NOISE (rules.py:281) "
-    "knows, [PRiVATE] and [WtFnZb] literally: the poster's random tag stays and the release is named "
-    "'[ZRLtvm]-[Field.Notes.S01E02.720p.WEB.h264-TEAM]'"
-)
+def noisy_name(named: str) -> str:
+    return (
+        "indexing/rules.py:256 names a posting of several files by the text before [k/N] (the title) rather "
+        "than by its quoted file's base, and _title (rules.py:287) drops only the tags _NOISE (rules.py:281) "
+        "knows ([PRiVATE], [WtFnZb], [ReUp], [FULL], numbers, channels): any other tag or site text stays, "
+        f"and the release is named {named!r}"
+    )
+
+
+NOISY_NAMES = {
+    "noisy": noisy_name("[ZRLtvm]-[Field.Notes.S01E02.720p.WEB.h264-TEAM]"),
+    "noisy_tagged": noisy_name("[HD] Lantern.Bay.S04E03.1080p.WEB.h264-GGEZ"),
+    "noisy_site": noisy_name(">ghost-of-usenet.org< Silver.Reef.2017.1080p.BluRay.x264-AMIABLE"),
+}
 NZB_SUBJECTS = (
     "catalog/nzbs.py:38 writes each file's subject as posted into the NZB; the probe renames only the "
     "file's name in the segment blob (indexing/bodies.py:171, apply_renames), which wire/nzb.py uses for "
@@ -432,7 +462,7 @@ def test_each_release_is_found_once_complete_in_its_category(world: World, key: 
     assert set(attrs["group"][0].split(",")) == set(found.posted.release.groups), attrs
 
 
-@pytest.mark.parametrize("key", cases({"noisy": NOISY_NAME}))
+@pytest.mark.parametrize("key", cases(NOISY_NAMES))
 def test_each_release_has_its_real_name(world: World, key: str) -> None:
     case, found = CASES[key], world.found[key]
     assert [r["name"] for r in found.rows] == [case.name], context(world, key)
