@@ -26,6 +26,7 @@ from usenet_indexer.db import Database, Row, Tx
 from usenet_indexer.db.database import Fence
 from usenet_indexer.indexing.fragment import ReleaseFragment
 from usenet_indexer.indexing.grouping import (
+    GAP_ARTICLES,
     GAP_SECONDS,
     PROPAGATION_SECONDS,
     LaneState,
@@ -37,6 +38,7 @@ from usenet_indexer.indexing.grouping import (
 )
 from usenet_indexer.indexing.merge import merge
 from usenet_indexer.indexing.naming import normalise_poster
+from usenet_indexer.indexing.window import DEFAULT_HORIZON
 from usenet_indexer.logs import get_logger
 
 log = get_logger(__name__)
@@ -52,9 +54,10 @@ class GroupingRound:
     more: bool = False
 
 
-def settled_of(tx: Tx, group: Row) -> Settled:
-    """Which of the group's articles are indexed for good (see ``Settled``)."""
+def settled_of(tx: Tx, group: Row, files: list[LooseFile]) -> Settled:
+    """Which of the group's articles, around ``files``, are indexed for good (see ``Settled``)."""
     group_id = int(group["id"])
+    low = min((f.first_article for f in files), default=0) - GAP_ARTICLES - DEFAULT_HORIZON
     ranges = [
         RangeState(
             start=int(r["start_id"]),
@@ -63,7 +66,7 @@ def settled_of(tx: Tx, group: Row) -> Settled:
             status=str(r["status"]),
             lane=("tail" if int(r["priority"]) < 0 else "history") if r["by_lane"] else None,
         )
-        for r in tx.run("grouping_ranges", {"group_id": group_id})
+        for r in tx.run("grouping_ranges", {"group_id": group_id, "low": max(0, low)})
     ]
     clock = tx.one("database_now")
     now = None if clock is None else int(float(clock["now"]))
@@ -130,8 +133,8 @@ class Grouper:
                 group = tx.one("group_by_name", {"name": str(row["group_name"])})
                 if group is None:
                     continue
-                settled = settled_of(tx, group)
                 files = loose_files(tx, str(row["group_name"]))
+                settled = settled_of(tx, group, files)
                 count += sum(len(burst) for burst in bursts(files) if settled.final(burst))
         return count
 
@@ -146,7 +149,7 @@ class Grouper:
             files = loose_files(tx, group_name)
             if not files:
                 return out
-            settled = settled_of(tx, group)
+            settled = settled_of(tx, group, files)
             keys: list[str] = []
             for burst in bursts(files):
                 if not settled.final(burst):

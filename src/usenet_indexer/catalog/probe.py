@@ -89,11 +89,12 @@ class _Cost:
     articles: int = 0
     bytes: int = 0
     parts: list[FirstPart] = field(default_factory=list)
+    errors: list[Exception] = field(default_factory=list)  # fetches that failed (a missing article)
 
 
 class Prober:
-    """Takes queued candidates, fetches their PAR2 bodies through ``fetch_body`` (the NNTP pool's
-    BODY), renames the releases; failures are retried up to MAX_ATTEMPTS, then kept with the reason."""
+    """Takes queued releases, fetches what names them through ``fetch_body`` (the NNTP pool's BODY),
+    renames them; failures are retried up to MAX_ATTEMPTS, then kept with the reason."""
 
     def __init__(
         self,
@@ -137,6 +138,15 @@ class Prober:
         cost.parts.append(part)
         return part
 
+    async def _tolerant(self, posted: str, message_id: str, cost: _Cost) -> FirstPart | None:
+        """``_first_part``, a failed fetch kept instead of raised: one file's missing first article
+        must not cost the names the others give."""
+        try:
+            return await self._first_part(posted, message_id, cost)
+        except Exception as error:  # the news server: missing article, timeouts, dropped connections
+            cost.errors.append(error)
+            return None
+
     async def _read(self, key: str, par2_message_id: str, cost: _Cost) -> BodyNames:
         files = await asyncio.to_thread(self._files_of, key)
         mid = par2_message_id.strip("<>")
@@ -147,7 +157,10 @@ class Prober:
         tried = 0
         for posted, message_id in plan.par2:
             tried += 1
-            part = await self._first_part(posted, message_id, cost)
+            if mid:  # the subject's PAR2 file: a missing article fails the probe (retried later)
+                part = await self._first_part(posted, message_id, cost)
+            else:
+                part = await self._tolerant(posted, message_id, cost)
             if part is not None and part.par2 is not None and part.par2.files:
                 index = part.par2
                 break
@@ -159,15 +172,17 @@ class Prober:
 
         async def one(posted: str, message_id: str) -> None:
             async with limit:
-                await self._first_part(posted, message_id, cost)
+                await self._tolerant(posted, message_id, cost)
 
         await asyncio.gather(*(one(posted, m) for posted, m in rest))
         found = name_files(cost.parts, index or par2_index(cost.parts))
+        if found.name is None and cost.errors and not cost.parts:
+            raise cost.errors[0]  # nothing read at all: the server's error says why (retried later)
         if found.name is None:
             what = "a PAR2 index" if index is not None else f"no PAR2 index in {len(plan.par2)} small files"
             raise ProbeFailed(
                 f"the bodies name nothing: {what}, {len(found.renames)} of {len(files)} files named "
-                f"by their first articles"
+                f"by their first articles ({len(cost.errors)} not fetched)"
             )
         return found
 

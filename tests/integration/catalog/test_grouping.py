@@ -122,6 +122,11 @@ def test_per_file_random_releases_over_ranges_and_workers_end_as_one_release_eac
                 assert bool(row["complete"])
         assert {p["release_key"] for p in probes} == joined  # queued to be named from their bodies
 
+        # A guid handed out before the join (a feed read meanwhile) finds the joined release.
+        member = str(aliases[0]["member_key"])
+        hit = services.search.get(member)
+        assert hit is not None and hit.guid == aliases[0]["release_key"]
+
         # A range indexed again (reindex, a corrupt chunk fetched again): its members' fragments merge
         # into the joined releases; none comes back.
         reindex(services, posting, 1, RANGE)

@@ -277,3 +277,39 @@ async def test_bodies_that_name_nothing_leave_the_release_as_it_is(
         assert {f.name for f in unpack_segments(bytes(after["segments"]))} == set(names.values())
     finally:
         services.close()
+
+
+async def test_a_first_article_gone_costs_its_files_name_only(
+    inn2: None, database_url: str, tmp_path: Path
+) -> None:
+    """A file's first article cancelled after the overview was read (430 to BODY): the probe names the
+    release and the other files; that file keeps its posted name."""
+    rng = random.Random(62)
+    (tmp_path / "movie").mkdir()
+    movie = make_movie(tmp_path / "movie", rng)
+    posted, names = articles_of(movie, rng, datetime.now(UTC) - timedelta(hours=3), real_yenc_names=False)
+    group = inn2_support.new_group("alt.binaries.random.gone")
+    assert inn2_support.post_articles(group, posted) == len(posted)
+    gone = f"{MOVIE}.part02.rar"
+    first = next(a for a in posted if a.subject.startswith("[") and f'"{names[gone]}" yEnc (1/' in a.subject)
+    services = services_for(database_url, tmp_path / "data")
+    server = ServerSettings(host=inn2_support.HOST, port=inn2_support.PLAIN_PORT, connections=2)
+    try:
+        async with NNTPPool([server]) as pool:
+            info = await pool.group(group)
+            overview = b"".join([piece async for piece in pool.over(group, 1, info.high, compress=False)])
+            index(services, group, overview, info.high)
+            subprocess.run(
+                [inn2_support.CTLINND, "-t", "30", "cancel", first.message_id],
+                check=True,
+                capture_output=True,
+            )
+            assert Grouper(services.db).run_once().joined == 1
+            (result,) = await Prober(services.db, pool.body).run_once()
+        assert (result.name, result.error) == (MOVIE, None)
+        (row,) = query(services.db, "SELECT segments FROM releases")
+        files = {f.name for f in unpack_segments(bytes(row["segments"]))}
+        assert names[gone] in files and gone not in files
+        assert {n for n in movie if n.endswith(".rar") and n != gone} <= files
+    finally:
+        services.close()

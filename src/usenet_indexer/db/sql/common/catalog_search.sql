@@ -45,11 +45,13 @@ complete = :complete
 SELECT id, key, name, poster, group_name, groups, file_total, files_seen, files_expected, parts_seen,
        parts_expected, completion, complete, size, first_date, last_date, posted_at, listed_at, obfuscated,
        password, category, season, episode, episode_last, year, resolution, imdb, tvdbid, grabs
-FROM releases WHERE key = :key
+FROM releases
+-- A guid handed out before its release was joined into another (issue 16) finds the joined release.
+WHERE key = COALESCE((SELECT release_key FROM release_aliases WHERE member_key = :key), :key)
 
 -- name: release_segments_by_key
 SELECT id, key, name, poster, groups, category, password, first_date, posted_at, segments
-FROM releases WHERE key = :key
+FROM releases WHERE key = COALESCE((SELECT release_key FROM release_aliases WHERE member_key = :key), :key)
 
 -- name: release_id_kinds
 -- Whether any release carries an IMDb or a TVDB id (caps advertises only the ids a search can match).

@@ -13,10 +13,12 @@ WHERE group_name = :group_name
   AND files_seen = 1 AND file_total > 1 AND obfuscated AND NOT loose_settled
 
 -- name: grouping_ranges
--- What Settled (indexing/grouping.py) needs of a group's ranges. lane_epoch: granted through a lane,
--- the lane its priority says (tail below 0).
+-- What Settled (indexing/grouping.py) needs of a group's ranges: those reaching :low (the lowest
+-- article a stretch can ask about, less a lane's horizon) and every range still to be read, whose
+-- resume points place the lanes. Ranges wholly below :low and read are never asked about. lane_epoch:
+-- granted through a lane, the lane its priority says (tail below 0).
 SELECT start_id, end_id, next_id, status, lane_epoch IS NOT NULL AS by_lane, priority FROM ranges
-WHERE group_id = :group_id
+WHERE group_id = :group_id AND (end_id >= :low OR (status IN ('planned', 'leased') AND next_id <= end_id))
 
 -- name: grouping_lanes
 SELECT lane, snapshot_next, snapshot_location FROM group_leases
