@@ -54,13 +54,15 @@ def plan_random(
         files = tuple(
             RandomFile(f"{rng.getrandbits(128):032x}", k, rng.randint(1, max_parts)) for k in range(1, n + 1)
         )
+        if rng.random() < 0.2:  # an NFO numbered [0/N], posted first
+            files = (RandomFile(f"{rng.getrandbits(128):032x}", 0, 1), *files)
         pause = rng.choice((0, 0, 30, 120, 900, 3600))
         out.append(RandomRelease(rng.choice(posters), files, pause, named=rng.random() < 0.2))
     return out
 
 
 def subject(release: RandomRelease, f: RandomFile, part: int, number: int) -> str:
-    n = len(release.files)
+    n = sum(1 for f in release.files if f.index)
     if release.named:
         name = f"Named.Release.{number}"
         return f'{name} - [{f.index}/{n}] - "{name}.part{f.index}.rar" yEnc ({part}/{f.parts})'

@@ -3,7 +3,8 @@
 ``[1/6] - "fe4cf18d550791a496480fbaf1c6aa3b" yEnc (1/12)``, then ``[2/6] - "812813ce…" yEnc (1/12)``:
 the subject rules read each file as a release of its own (its collection is its random name), so the
 catalog holds six releases of "1 of 6 files". Such a release is *loose*: one file, of a file total N > 1,
-an obfuscated name, and the file's own counter k (1 ≤ k ≤ N). The coordinator joins loose releases that
+an obfuscated name, and the file's own counter k (0 ≤ k ≤ N: posting tools number an NFO or an
+SFV [0/N]). The coordinator joins loose releases that
 were posted together, because a worker sees only its range and a release can span ranges and workers.
 
 What joins them (``bursts``, then ``split``):
@@ -12,8 +13,9 @@ What joins them (``bursts``, then ``split``):
 - a posting burst: sorted by first article, a file joins the burst when it starts at most
   ``GAP_ARTICLES`` articles after the furthest article the burst reached, and its first article's date
   is at most ``GAP_SECONDS`` after the latest date the burst reached;
-- within a burst, each k once per release: a release is cut where a k comes back, where N files are
-  reached, or where a file starts more than ``WINDOW_SECONDS`` after the release's first one. Two
+- within a burst, each k once per release: a release is cut where a k comes back, once it holds
+  every k from 1 to N (a [0/N] file after it is the next release's: tools post it first), or where a
+  file starts more than ``WINDOW_SECONDS`` after the release's first one. Two
   releases of one poster posted back to back are cut where the second one's k = 1 (or any k the first
   already had) comes.
 
@@ -72,7 +74,7 @@ class LooseFile:
     last_article: int
     first_date: int | None
     last_date: int | None
-    index: int = 0  # the file's k; 0 where not read yet (the catalog's light rows)
+    index: int = -1  # the file's k; -1 where not read yet (the catalog's light rows)
 
     def order(self) -> tuple[int, int, str]:
         return (self.first_article, self.last_article, self.key)
@@ -83,7 +85,7 @@ def is_loose(release: ReleaseFragment) -> bool:
     if len(release.files) != 1 or release.file_total < 2 or not release.obfuscated:
         return False
     index = release.files[0].index
-    return 1 <= index <= release.file_total
+    return 0 <= index <= release.file_total
 
 
 def loose_file(release: ReleaseFragment) -> LooseFile:
@@ -136,15 +138,18 @@ def stretch(burst: Sequence[LooseFile]) -> tuple[int, int]:
 
 
 def split(burst: Sequence[LooseFile]) -> list[tuple[LooseFile, ...]]:
-    """The releases of one burst (files with their k known): each k once per release, at most
-    ``file_total`` files, starting within ``WINDOW_SECONDS`` of the release's first file."""
+    """The releases of one burst (files with their k known): each k once per release (so at most
+    ``file_total`` + 1 files, k = 0 … N), starting within ``WINDOW_SECONDS`` of the release's first."""
     releases: list[tuple[LooseFile, ...]] = []
     current: list[LooseFile] = []
     seen: set[int] = set()
     started: int | None = None
     for f in sorted(burst, key=LooseFile.order):
         late = started is not None and f.first_date is not None and f.first_date - started > WINDOW_SECONDS
-        if current and (f.index in seen or len(current) >= f.file_total or late):
+        # Complete (every k from 1 to N): what follows is another release's, even a k = 0, which tools
+        # post first (an NFO numbered [0/N] after a release is the next one's).
+        complete = len(seen - {0}) >= f.file_total
+        if current and (f.index in seen or complete or late):
             releases.append(tuple(current))
             current, seen, started = [], set(), None
         current.append(f)

@@ -195,11 +195,12 @@ def test_a_release_missing_files_is_cut_where_a_k_comes_back() -> None:
     assert keys(split(burst)) == [["a1", "a2", "a4"], ["b2", "b3", "b4"]]
 
 
-def test_a_release_is_cut_at_its_file_total() -> None:
-    files = [loose(f"a{k}", k, 100 * k, 100 * k + 50, 1_000, total=2) for k in (1, 2)]
-    files += [loose("b3", 3, 400, 450, 1_000, total=2)]  # k beyond N: not loose, but split still cuts
-    (burst,) = bursts(files)
-    assert keys(split(burst)) == [["a1", "a2"], ["b3"]]
+def test_an_nfo_numbered_0_belongs_to_its_release() -> None:
+    """Posting tools number an NFO [0/N]: N + 1 files, each k once."""
+    first = [loose(f"a{k}", k, 100 * k + 100, 100 * k + 150, 1_000, total=2) for k in (0, 1, 2)]
+    second = [loose(f"b{k}", k, 500 + 100 * k, 500 + 100 * k + 50, 1_000, total=2) for k in (0, 1, 2)]
+    (burst,) = bursts(first + second)
+    assert keys(split(burst)) == [["a0", "a1", "a2"], ["b0", "b1", "b2"]]
 
 
 def test_a_pause_or_a_stretch_of_other_articles_is_a_new_burst() -> None:
@@ -227,7 +228,8 @@ def test_a_joined_release_is_keyed_by_its_smallest_message_id() -> None:
     assert joined
     for j in joined:
         assert j.release.key == group_key(j.release)
-        assert len(j.release.files) == len(j.members) == j.release.file_total
+        numbered_0 = any(f.index == 0 for f in j.release.files)  # an NFO posted as [0/N]
+        assert len(j.release.files) == len(j.members) == j.release.file_total + numbered_0
         assert j.release.key not in j.members
 
 
