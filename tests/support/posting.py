@@ -29,7 +29,17 @@ from tests.support.inn2 import Article, post_articles
 from usenet_indexer.indexing import sample
 from usenet_indexer.nntp import yenc
 
-__all__ = ["Posted", "RealFile", "articles", "disguise", "interleave", "make_files", "make_release", "post"]
+__all__ = [
+    "NOISY_FORMS",
+    "Posted",
+    "RealFile",
+    "articles",
+    "disguise",
+    "interleave",
+    "make_files",
+    "make_release",
+    "post",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,17 +88,33 @@ def make_files(
     return [RealFile(n, (folder / n).read_bytes()) for n in payload + made]
 
 
+NOISY_FORMS = ("noisy_private", "noisy_tagged", "noisy_site")  # sample.py's noisy subject styles
+
+
 def disguise(
-    files: list[RealFile], name: str, style: str, rng: random.Random, *, poster: str, groups: tuple[str, ...]
+    files: list[RealFile],
+    name: str,
+    style: str,
+    rng: random.Random,
+    *,
+    poster: str,
+    groups: tuple[str, ...],
+    noise: str = "noisy_private",
+    tag: str = "",
 ) -> sample.PlannedRelease:
-    """The release as a poster of ``style`` names it (see indexing/sample.py's docstring)."""
-    collection, tag, subject_style = name, "", "name_counter"
+    """The release as a poster of ``style`` names it (see indexing/sample.py's docstring); ``noise``:
+    which noisy wrapper a ``noisy`` release's subjects carry (one of NOISY_FORMS), ``tag`` the tag in
+    it (drawn as sample.py draws it when not given)."""
+    collection, subject_style = name, "name_counter"
     names = [(f.name, "", "") for f in files]  # (name in the subjects, real name, yEnc name)
     if style == "noisy":
-        subject_style, tag = (
-            "noisy_private",
-            "".join(rng.choices("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", k=6)),
-        )
+        if noise not in NOISY_FORMS:
+            raise ValueError(f"unknown noisy form {noise!r}: one of {', '.join(NOISY_FORMS)}")
+        subject_style = noise
+        if not tag and noise == "noisy_tagged":  # a word, as sample.py's tags: [HD], [ReUp]
+            tag = rng.choice(("TOWN", "NEW", "ReUp", "HD", "BiRD"))
+        elif not tag:  # a random tag: [PRiVATE]-[WtFnZb]-…, >www.wtfnzb.invalid<
+            tag = "".join(rng.choices("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", k=6))
     elif style == "par2_obfuscated":
         collection, subject_style = f"{rng.getrandbits(96):024x}", "counter"
         names = [(collection + f.name[len(name) :], f.name, "") for f in files]
@@ -171,12 +197,16 @@ def make_release(
     groups: tuple[str, ...],
     volumes: int = 3,
     part_size: int = 40_000,
+    when: datetime | None = None,
+    noise: str = "noisy_private",
+    tag: str = "",
 ) -> Posted:
     """Make a release's files and its articles in ``style`` (not posted yet: ``inn2.post_articles``
-    with ``",".join(posted.release.groups)`` posts them, or interleaved with others)."""
+    with ``",".join(posted.release.groups)`` posts them, or interleaved with others); ``when``: the
+    first article's date (now by default), a second later each; ``noise`` and ``tag``: see ``disguise``."""
     files = make_files(folder / name, name, rng, volumes=volumes)
-    release = disguise(files, name, style, rng, poster=poster, groups=groups)
-    made, parts = articles(files, release, rng, part_size=part_size)
+    release = disguise(files, name, style, rng, poster=poster, groups=groups, noise=noise, tag=tag)
+    made, parts = articles(files, release, rng, part_size=part_size, when=when)
     return Posted(name, style, tuple(files), release, tuple(made), tuple(parts))
 
 

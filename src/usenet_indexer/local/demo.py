@@ -181,7 +181,8 @@ def show_results(local: LocalRun, view: View, key: str, data_dir: Path) -> None:
     with named as tx:
         probes = {str(r["status"]): int(r["n"]) for r in tx.run("dashboard_probes")}
     lines.append(
-        f"  probe:           {probes.get('done', 0)} obfuscated releases named from their bodies (PAR2, yEnc names)"
+        f"  probe:           {probes.get('done', 0)} obfuscated releases named from their bodies"
+        " (PAR2, yEnc names)"
     )
     lines.append("Ctrl-C stops. Next, index a real provider: see README.md, `usenet-indexer run`.")
     view.print("\n".join(lines))

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from prometheus_client import generate_latest
 
-from tests.integration.web.test_roundtrip_nzbget import NZBGet, wait_for_history
 from tests.support import inn2 as inn2_support
+from tests.support.nzbget import NZBGet, wait_for_history
 from tests.support.rar import Member, rar5
 from tests.support.store import query, services_for
 from usenet_indexer.catalog.batch_store import store_batch
