@@ -164,20 +164,28 @@ _RAR4_MAIN, _RAR4_FILE_HEAD, _RAR4_SERVICE, _RAR4_END = 0x73, 0x74, 0x7A, 0x7B
 _RAR4_NO_CRC = frozenset((0x76, 0x79))  # old authenticity blocks: unrar does not check their CRC
 
 
+def _walk_stop(
+    walk: _Walk, kind: ArchiveKind, data: bytes, pos: int, headers: int, first: str
+) -> ArchiveStart | None:
+    """The answer when a RAR walk cannot read another header at ``pos``: the data ends there, or ended
+    inside the last header's data, or the walk has read MAX_HEADERS; else None (read on)."""
+    if pos == len(data):
+        return walk.result(kind, _AT_BOUNDARY, f"the data ends before the {first}" if headers == 0 else None)
+    if pos > len(data):
+        return walk.result(kind, _IN_DATA, None)
+    if headers >= MAX_HEADERS:
+        return walk.result(kind, None, f"more than {MAX_HEADERS} headers")
+    return None
+
+
 def _read_rar4(data: bytes) -> ArchiveStart:
     walk = _Walk()
     kind = ArchiveKind.RAR4
     pos = len(RAR4_MARKER)
     headers = 0
     while True:
-        if pos == len(data):
-            return walk.result(
-                kind, _AT_BOUNDARY, "the data ends before the archive header" if headers == 0 else None
-            )
-        if pos > len(data):
-            return walk.result(kind, _IN_DATA, None)
-        if headers >= MAX_HEADERS:
-            return walk.result(kind, None, f"more than {MAX_HEADERS} headers")
+        if (stop := _walk_stop(walk, kind, data, pos, headers, "archive header")) is not None:
+            return stop
         if pos + _RAR4_BLOCK.size > len(data):
             return walk.result(kind, None, "a header is cut off")
         crc, block, flags, size = _RAR4_BLOCK.unpack_from(data, pos)
@@ -378,14 +386,8 @@ def _read_rar5(data: bytes) -> ArchiveStart:
     pos = len(RAR5_SIGNATURE)
     headers = 0
     while True:
-        if pos == len(data):
-            return walk.result(
-                kind, _AT_BOUNDARY, "the data ends before the main header" if headers == 0 else None
-            )
-        if pos > len(data):
-            return walk.result(kind, _IN_DATA, None)
-        if headers >= MAX_HEADERS:
-            return walk.result(kind, None, f"more than {MAX_HEADERS} headers")
+        if (stop := _walk_stop(walk, kind, data, pos, headers, "main header")) is not None:
+            return stop
         try:
             cursor = _Cursor(data, pos, len(data))
             crc = cursor.u32()
