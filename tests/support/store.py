@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from usenet_indexer.coordinator.services import Services, open_services
-from usenet_indexer.db import Database
+from usenet_indexer.db import Database, Tx
 from usenet_indexer.settings import Settings
 
 TTL = 60.0
@@ -54,3 +54,11 @@ def query(db: Database, sql: str, params: dict[str, Any] | None = None) -> list[
         if tx.dialect == "postgresql":
             sql = re.sub(r"(?<![:\w]):([A-Za-z_]\w*)", r"%(\1)s", sql)
         return tx.sql(sql, params or {})
+
+
+def insert_group(tx: Tx, name: str) -> int:
+    """A group's row with no backfill target, as a test that needs only the row wants it; its id."""
+    params = {"name": name, "backfill_articles": None, "backfill_days": None, "backfill_since": None}
+    row = tx.one("group_insert", {**params, "capture": False})
+    assert row is not None
+    return int(row["id"])

@@ -5,6 +5,7 @@ equals one uninterrupted run's."""
 from __future__ import annotations
 
 from tests.support.generated import expected_catalog, posting, summary
+from tests.support.store import insert_group
 from usenet_indexer.catalog.batch_store import store_batch
 from usenet_indexer.db import Database
 from usenet_indexer.indexing import RangeIndexer, unpack_segments
@@ -50,16 +51,7 @@ def store(db: Database, body: bytes) -> None:
 
 def add_group(db: Database) -> None:
     with db.transaction() as tx:
-        tx.run(
-            "group_insert",
-            {
-                "name": GROUP,
-                "backfill_articles": None,
-                "backfill_days": None,
-                "backfill_since": None,
-                "capture": False,
-            },
-        )
+        insert_group(tx, GROUP)
 
 
 def test_a_new_release_keeps_the_posted_blob(db: Database) -> None:
@@ -107,17 +99,7 @@ def test_a_cross_post_from_two_groups_and_two_workers_is_one_release(db: Databas
     ids = {}
     with db.transaction() as tx:
         for group in groups:
-            tx.run(
-                "group_insert",
-                {
-                    "name": group,
-                    "backfill_articles": None,
-                    "backfill_days": None,
-                    "backfill_since": None,
-                    "capture": False,
-                },
-            )
-            ids[group] = int(tx.run("group_by_name", {"name": group})[0]["id"])
+            ids[group] = insert_group(tx, group)
     # The second group's worker posts first, in smaller batches: the order must not matter.
     for group, size in ((groups[1], 41), (groups[0], 10**9)):
         low, high = post.span(group)
@@ -217,17 +199,7 @@ def test_two_groups_batches_of_a_new_cross_post_never_both_insert_it(db: Databas
     ids = {}
     with db.transaction() as tx:
         for group in groups:
-            tx.run(
-                "group_insert",
-                {
-                    "name": group,
-                    "backfill_articles": None,
-                    "backfill_days": None,
-                    "backfill_since": None,
-                    "capture": False,
-                },
-            )
-            ids[group] = int(tx.run("group_by_name", {"name": group})[0]["id"])
+            ids[group] = insert_group(tx, group)
     batches = {group: post.index(group)[0] for group in groups}
     stored, release = threading.Event(), threading.Event()
     outcome: list[object] = []
