@@ -221,6 +221,26 @@ class Prober:
         renamed = await asyncio.to_thread(self._rename, key, found, cost)
         return ProbeResult(key, found.name, None, cost.articles, cost.bytes, renamed)
 
+    def _cut_off(self, keys: list[str]) -> None:
+        """Probes still "working" when their round was cut off: queued again at once, as an attempt
+        (they stayed "working" until STALE_SECONDS, ten minutes, and a probe too slow for any round
+        was retried for ever). One that finished meanwhile is left as it is."""
+        with self.db.transaction(fence=self.fence) as tx:
+            tx.executemany(
+                "probe_failed",
+                [
+                    {
+                        "key": key,
+                        "error": "cut off: the probe round's time ran out",
+                        "max_attempts": MAX_ATTEMPTS,
+                        "articles": 0,
+                        "bytes": 0,
+                    }
+                    for key in keys
+                ],
+            )
+        log.warning("probe.cut_off", probes=len(keys))
+
     def _rename(self, key: str, found: BodyNames, cost: _Cost) -> int:
         """The release and its files renamed, under the group's merge lock (a batch merging into the
         release meanwhile would otherwise be overwritten by the blob read before it); files renamed."""
@@ -266,11 +286,16 @@ class Prober:
         return len(held)
 
     async def run_once(self) -> list[ProbeResult]:
-        """One round: up to ``batch`` candidates probed concurrently."""
+        """One round: up to ``batch`` candidates probed concurrently. A round cut off (the probe loop
+        bounds it, coordinator/server.py) gives its unfinished probes back as an attempt failed."""
         taken = self.take()
-        results = await asyncio.gather(
-            *(self.probe(str(row["release_key"]), str(row["par2_message_id"])) for row in taken)
-        )
+        try:
+            results = await asyncio.gather(
+                *(self.probe(str(row["release_key"]), str(row["par2_message_id"])) for row in taken)
+            )
+        except asyncio.CancelledError:
+            self._cut_off([str(row["release_key"]) for row in taken])
+            raise
         failed = [r for r in results if r.error is not None]
         if failed:
             with self.db.transaction(fence=self.fence) as tx:

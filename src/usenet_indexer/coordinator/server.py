@@ -153,8 +153,8 @@ def probe_work(services: Services, news: NewsService, fence: Fence | None = None
 
     def work() -> bool:
         try:
-            # Bounded, so that a stop is heard between rounds; probes cut off here stay "working"
-            # until the queue's stale limit hands them out again.
+            # Bounded, so that a stop is heard between rounds; probes cut off here are queued again
+            # (Prober.run_once), a cut-off counting as an attempt.
             results = asyncio.run(asyncio.wait_for(prober.run_once(), bound))
         except TimeoutError:
             log.warning("probe.round_late", action=f"cut off after {bound:.0f} s")

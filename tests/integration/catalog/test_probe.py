@@ -3,6 +3,7 @@ yEnc article; the probe fetches it, reads the real file names and renames the re
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import uuid
 from pathlib import Path
@@ -151,5 +152,34 @@ async def test_a_candidate_naming_an_article_outside_its_release_is_not_fetched(
         (result,) = await Prober(services.db, body).run_once()
         assert result.error is not None and "not an article of the release" in result.error
         assert fetched == []
+    finally:
+        services.close()
+
+
+async def test_a_probe_cut_off_with_its_round_is_queued_again_as_an_attempt(
+    database_url: str, tmp_path: Path
+) -> None:
+    # It stayed "working" for STALE_SECONDS (ten minutes), and one too slow for any round never failed.
+    services = services_for(database_url, tmp_path)
+    try:
+        indexer = RangeIndexer(GROUP, 1, 7, 1, default_rules())
+        indexer.add_text(overview("<slow@probe.test>"), 8)
+        indexer.finish()
+        with services.db.transaction() as tx:
+            store_batch(tx, 1, GROUP, indexer.take())
+
+        async def slow(message_id: str) -> bytes:
+            await asyncio.sleep(60)
+            raise AssertionError("not reached")
+
+        prober = Prober(services.db, slow)
+        for attempt in range(1, 4):
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(prober.run_once(), 0.3)
+            (row,) = query(services.db, "SELECT status, attempts, error FROM probe_queue")
+            assert row["attempts"] == attempt
+            assert row["status"] == ("queued" if attempt < 3 else "failed")
+            assert "cut off" in row["error"]
+        assert await prober.run_once() == []  # failed for good after three
     finally:
         services.close()

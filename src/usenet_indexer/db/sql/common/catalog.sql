@@ -54,7 +54,8 @@ SET status = 'done', error = NULL, articles = articles + :articles, bytes = byte
 WHERE release_key = :key
 
 -- name: probe_failed
+-- Only a probe still working: one cut off with its round may have finished meanwhile (done).
 UPDATE probe_queue
 SET status = CASE WHEN attempts >= :max_attempts THEN 'failed' ELSE 'queued' END, error = :error,
     articles = articles + :articles, bytes = bytes + :bytes, updated_at = {now}
-WHERE release_key = :key
+WHERE release_key = :key AND status = 'working'
