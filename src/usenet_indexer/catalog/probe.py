@@ -198,7 +198,10 @@ class Prober:
         assert found.name is not None
         par2_names = [f.name for f in index.files] if index is not None else []
         unread = [f.name for f in files if f.name not in found.renames]
-        renames = {**set_renames(unread, par2_names, found.name), **found.renames}
+        # The probe may run before the set's other members are stored: the index file's own name then
+        # ties the random base to the release (the batch store renames the rest as they come).
+        index_file = next((p.posted for p in cost.parts if p.par2 is not None and p.par2 is index), None)
+        renames = {**set_renames(unread, par2_names, found.name, index_file), **found.renames}
         known = {f.name: renames.get(f.name, f.name) for f in files}
         locked, fetch = password(cost.parts, known)
         if fetch is not None and cost.articles < MAX_ARTICLES:

@@ -151,32 +151,52 @@ def name_files(parts: Sequence[FirstPart], par2: Par2Index | None) -> BodyNames:
     return BodyNames(name, source, renames, tuple(sorted(set(par2_names) | set(renames.values()))))
 
 
-def set_renames(file_names: Sequence[str], par2_names: Sequence[str], release: str) -> dict[str, str]:
+def set_renames(
+    file_names: Sequence[str], par2_names: Sequence[str], release: str, index_file: str | None = None
+) -> dict[str, str]:
     """Renames for the members of one obfuscated set (``<hex>.part01.rar`` … ``<hex>.vol0+1.par2``),
     whose first articles are not fetched: the part of the name after the random base says what each
-    file is, and the PAR2 names the set's real files. A member is renamed to the one PAR2 name with its
-    suffix (case aside) under the release's base; the PAR2 files, which the index does not describe,
-    to the release's base with their suffix. Only for a release of one random base: two sets could
+    file is, and the PAR2 names the set's real files. Once a member's suffix is a PAR2 name under the
+    release's base, or the PAR2 was read from a member (``index_file``, its posted name), the random base
+    stands for the real one (``member_renames``). Only for a release of one random base: two sets could
     swap suffixes."""
     bases = {release_base(n) for n in file_names if looks_obfuscated(release_base(n))}
     if len(bases) != 1 or not release:
         return {}
     (base,) = bases
-    by_suffix: dict[str, set[str]] = {}
-    for name in par2_names:
-        if release_base(name) == release:
-            by_suffix.setdefault(name[len(release) :].casefold(), set()).add(name)
-    renames: dict[str, str] = {}
-    for name in file_names:
+    spelled = {n[len(release) :].casefold(): n for n in par2_names if release_base(n) == release}
+    members = [n for n in file_names if n.startswith(base) and release_base(n) == base]
+    from_member = index_file is not None and index_file.startswith(base) and release_base(index_file) == base
+    if not from_member and not any(n[len(base) :].casefold() in spelled for n in members):
+        return {}
+    return _unique(member_renames(members, base, release, spelled), file_names)
+
+
+def set_base(renames: dict[str, str]) -> tuple[str, str] | None:
+    """The (random base, real base) a probe's renames of one obfuscated set establish, or None: the
+    batch store renames the set's members that come after the probe by it, as the probe would have
+    (the catalog must not depend on whether a file arrived before its release was probed)."""
+    pairs = set()
+    for old, new in renames.items():
+        base, real = release_base(old), release_base(new)
+        same_suffix = old[len(base) :].casefold() == new[len(real) :].casefold()
+        if looks_obfuscated(base) and old.startswith(base) and new.startswith(real) and same_suffix:
+            pairs.add((base, real))
+    return next(iter(pairs)) if len(pairs) == 1 else None
+
+
+def member_renames(
+    names: Iterable[str], base: str, real: str, spelled: dict[str, str] | None = None
+) -> dict[str, str]:
+    """``<base><suffix>`` → ``<real><suffix>`` for the members of the set ``base`` among ``names``;
+    ``spelled``: the PAR2's spelling of a suffix (casefolded suffix → name), used where there is one."""
+    out: dict[str, str] = {}
+    for name in names:
         if not name.startswith(base) or release_base(name) != base:
             continue
         suffix = name[len(base) :]
-        matched = by_suffix.get(suffix.casefold(), set())
-        if len(matched) == 1:
-            renames[name] = next(iter(matched))
-        elif not matched and file_kind(name) in (FileKind.PAR2, FileKind.PAR2_VOLUME):
-            renames[name] = f"{release}{suffix}"
-    return _unique(renames, file_names)
+        out[name] = (spelled or {}).get(suffix.casefold(), f"{real}{suffix}")
+    return out
 
 
 def password(parts: Sequence[FirstPart], real_names: dict[str, str]) -> tuple[bool | None, str | None]:
@@ -292,11 +312,13 @@ __all__ = [
     "apply_renames",
     "fetch_plan",
     "first_part",
+    "member_renames",
     "name_files",
     "par2_index",
     "password",
     "real_looking",
     "release_name",
     "safe_name",
+    "set_base",
     "set_renames",
 ]

@@ -16,10 +16,12 @@ from usenet_indexer.indexing.bodies import (
     apply_renames,
     fetch_plan,
     first_part,
+    member_renames,
     name_files,
     par2_index,
     password,
     safe_name,
+    set_base,
     set_renames,
 )
 from usenet_indexer.indexing.fragment import FileFragment, int_array
@@ -210,7 +212,7 @@ def test_the_members_of_one_obfuscated_set_take_their_real_names_by_suffix() -> 
     }
     # Two random bases: which set is which cannot be told by suffixes.
     assert set_renames([*posted, "812813ce0a1b2c3d4e5f60718293a4b5.part01.rar"], par2, real) == {}
-    # A suffix the PAR2 does not name is left as it is (never a guess).
+    # No member whose suffix the PAR2 names: nothing ties the random base to the release (never a guess).
     assert set_renames(["fe4cf18d550791a496480fbaf1c6aa3b.part09.rar"], par2, real) == {}
 
 
@@ -226,3 +228,40 @@ def test_the_password_is_read_from_the_first_volume() -> None:
     assert password([part("h2.rar", locked)], names) == (None, "h1.rar")  # the first volume: to fetch
     assert password([part("h1.rar", b"random bytes")], names) == (None, None)  # no archive: not known
     assert password([], {"a.mkv": "a.mkv"}) == (None, None)  # no archive at all
+
+
+@given(st.lists(st.booleans(), min_size=6, max_size=6), st.integers(0, 5))
+def test_a_set_is_renamed_alike_whether_its_members_come_before_or_after_the_probe(
+    early: list[bool], named: int
+) -> None:
+    # test_run: a resumed run's catalog differed from an uninterrupted one's: members stored after the
+    # probe kept their random names. The batch store renames them by the base the probe established.
+    real = "Quiet.Harbor.2023.1080p.BluRay.x264-GRP"
+    base = "fe4cf18d550791a496480fbaf1c6aa3b"
+    suffixes = [".part01.rar", ".part02.rar", ".part03.rar", ".par2", ".vol0+1.par2", ".nfo"]
+    posted = [base + suffix for suffix in suffixes]
+    par2 = [f"{real}{suffix}" for suffix in suffixes[:3]]
+    early[named % 3] = True  # the probe saw at least one member the PAR2 names
+    before = [n for n, seen in zip(posted, early, strict=True) if seen]
+    after = [n for n, seen in zip(posted, early, strict=True) if not seen]
+    probed = set_renames(before, par2, real)
+    established = set_base(probed)
+    assert established == (base, real)
+    later = member_renames(after, *established)
+    assert {**probed, **later} == set_renames(posted, par2, real)
+    assert set_renames(posted, par2, real) == {n: f"{real}{n[len(base) :]}" for n in posted}
+
+
+def test_the_index_file_read_ties_its_set_to_the_release_before_the_rest_is_stored() -> None:
+    # test_obfuscated_roundtrip, once in three: the probe ran when only the PAR2 index was stored, no
+    # member's suffix was a PAR2 name, and the rar volumes stored later kept their random names.
+    real = "Glass.Garden.2019.1080p.BluRay.x264-FLUX"
+    base = "fe4cf18d550791a496480fbaf1c6aa3b"
+    par2 = [f"{real}.part01.rar", f"{real}.part02.rar"]
+    assert set_renames([f"{base}.vol0+1.par2"], par2, real) == {}  # nothing ties them
+    probed = set_renames([f"{base}.vol0+1.par2"], par2, real, index_file=f"{base}.par2")
+    assert probed == {f"{base}.vol0+1.par2": f"{real}.vol0+1.par2"}
+    assert set_base({f"{base}.par2": f"{real}.par2"}) == (base, real)
+    assert set_renames([f"{base}.part01.rar"], par2, real, index_file="other.par2") == {
+        f"{base}.part01.rar": f"{real}.part01.rar"  # its own suffix is a PAR2 name
+    }
