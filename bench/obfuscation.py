@@ -32,7 +32,6 @@ The last line printed is one JSON object with the figures.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sqlite3
 import subprocess
@@ -45,7 +44,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+ROOT = Path(__file__).resolve().parent
+sys.path[:0] = [str(ROOT), str(ROOT.parent)]
+
+from tests.e2e.processes import settings_env
 
 from _common import emit
 from usenet_indexer.catalog.nzbs import nzb_bytes
@@ -60,22 +62,10 @@ CROSS_POSTED = "cross-posted"  # a row of its own: releases of any style posted 
 _QUOTED = re.compile(r'"([^"]+)"')
 
 
-def settings_env(database_url: str, data_dir: Path) -> dict[str, str]:
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("USENET_INDEXER_", "COORDINATOR_", "NODE_"))
-    }
-    env["USENET_INDEXER_DATABASE_URL"] = database_url
-    env["USENET_INDEXER_DATA_DIR"] = str(data_dir)
-    env["USENET_INDEXER_LOG_FORMAT"] = "json"
-    for key, value in DEMO_SETTINGS.items():
-        env[f"USENET_INDEXER_{key.upper()}"] = str(value)
-    return env
-
-
 def index_sample(feed: SampleFeed, folder: Path, workers: int) -> tuple[Path, float]:
     """``groups add`` and ``run --exit-when-done`` against the feed; the SQLite file and run's seconds."""
     database = folder / "catalog.db"
-    env = settings_env(f"sqlite:///{database}", folder / "data")
+    env = settings_env(f"sqlite:///{database}", folder / "data", **DEMO_SETTINGS)
     with SampleServer(feed) as server:
         for name in feed.groups:
             subprocess.run(
