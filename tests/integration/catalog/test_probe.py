@@ -14,6 +14,7 @@ from tests.support import inn2 as inn2_support
 from tests.support.store import query, services_for
 from usenet_indexer.catalog.batch_store import store_batch
 from usenet_indexer.catalog.probe import ProbeFailed, Prober, name_from_par2
+from usenet_indexer.coordinator.services import Services
 from usenet_indexer.indexing import RangeIndexer
 from usenet_indexer.indexing.rules import default_rules
 from usenet_indexer.nntp import yenc
@@ -50,6 +51,15 @@ def overview(par2_message_id: str) -> bytes:
             )
             number += 1
     return b"".join(line + b"\r\n" for line in lines)
+
+
+def store_obfuscated(services: Services, par2_message_id: str) -> None:
+    """The obfuscated post of ``overview`` indexed and stored: its release queued for a probe."""
+    indexer = RangeIndexer(GROUP, 1, 7, 1, default_rules())
+    indexer.add_text(overview(par2_message_id), 8)
+    indexer.finish()
+    with services.db.transaction() as tx:
+        store_batch(tx, 1, GROUP, indexer.take())
 
 
 def test_name_from_par2_reads_the_main_files(tmp_path: Path) -> None:
@@ -107,12 +117,7 @@ async def test_a_missing_article_is_retried_then_failed_with_the_reason(
 ) -> None:
     services = services_for(database_url, tmp_path)
     try:
-        text = overview("<gone@probe.test>")
-        indexer = RangeIndexer(GROUP, 1, 7, 1, default_rules())
-        indexer.add_text(text, 8)
-        indexer.finish()
-        with services.db.transaction() as tx:
-            store_batch(tx, 1, GROUP, indexer.take())
+        store_obfuscated(services, "<gone@probe.test>")
 
         async def missing(message_id: str) -> bytes:
             raise LookupError(f"430 no such article {message_id}")
@@ -137,11 +142,7 @@ async def test_a_candidate_naming_an_article_outside_its_release_is_not_fetched(
     it names: only an article of that release is fetched."""
     services = services_for(database_url, tmp_path)
     try:
-        indexer = RangeIndexer(GROUP, 1, 7, 1, default_rules())
-        indexer.add_text(overview("<own@probe.test>"), 8)
-        indexer.finish()
-        with services.db.transaction() as tx:
-            store_batch(tx, 1, GROUP, indexer.take())
+        store_obfuscated(services, "<own@probe.test>")
         query(services.db, "UPDATE probe_queue SET par2_message_id = 'planted@elsewhere.test'")
         fetched: list[str] = []
 
@@ -162,11 +163,7 @@ async def test_a_probe_cut_off_with_its_round_is_queued_again_as_an_attempt(
     # It stayed "working" for STALE_SECONDS (ten minutes), and one too slow for any round never failed.
     services = services_for(database_url, tmp_path)
     try:
-        indexer = RangeIndexer(GROUP, 1, 7, 1, default_rules())
-        indexer.add_text(overview("<slow@probe.test>"), 8)
-        indexer.finish()
-        with services.db.transaction() as tx:
-            store_batch(tx, 1, GROUP, indexer.take())
+        store_obfuscated(services, "<slow@probe.test>")
 
         async def slow(message_id: str) -> bytes:
             await asyncio.sleep(60)
