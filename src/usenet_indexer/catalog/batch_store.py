@@ -142,6 +142,15 @@ def _aliased(
     return out, blobs
 
 
+def lock_merges(tx: Tx, group_id: int, groups: Iterable[str]) -> None:
+    """The merge locks of a write to a group's releases, in the one order every writer takes them
+    (never a deadlock): the group's, then the stripes of every group the releases may be in
+    (a batch, the grouping loop and the probe's rename)."""
+    tx.execute("batch_lock_group", {"group_id": group_id})
+    for stripe in lock_stripes(groups):
+        tx.execute("batch_lock_stripe", {"stripe": stripe})
+
+
 def renamed(fragment: ReleaseFragment, file_names: str | None) -> ReleaseFragment:
     """``fragment`` with its files renamed as the probe renamed the stored release's (``file_names``:
     JSON, posted name → real name)."""
@@ -171,9 +180,7 @@ def store_batch(
 ) -> Mapping[str, Any]:
     """Merge ``batch`` into the catalog in ``tx``; what the worker is told it stored. ``blobs``, when
     given, are the fragments' segment blobs as posted: a new release is stored with its own."""
-    tx.execute("batch_lock_group", {"group_id": group_id})
-    for stripe in lock_stripes({group, *(g for fragment in batch.fragments for g in fragment.groups)}):
-        tx.execute("batch_lock_stripe", {"stripe": stripe})
+    lock_merges(tx, group_id, {group, *(g for fragment in batch.fragments for g in fragment.groups)})
     fragments: dict[str, ReleaseFragment] = {}
     packed: dict[str, bytes] = {}
     for index, fragment in enumerate(batch.fragments):  # a batch holds each key once, but be sure

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from usenet_indexer.catalog.batch_store import lock_stripes, release_row, stored_fragment
+from usenet_indexer.catalog.batch_store import lock_merges, release_row, stored_fragment
 from usenet_indexer.db import Database, Row, Tx
 from usenet_indexer.db.database import Fence
 from usenet_indexer.indexing.fragment import ReleaseFragment
@@ -145,12 +145,9 @@ class Grouper:
             if group is None:
                 return out  # releases of a group since removed: left as they are
             group_id = int(group["id"])
-            tx.execute("batch_lock_group", {"group_id": group_id})
             # A cross-post's batch from another group merges into this group's rows too: it holds the
-            # stripe of every group its fragments name (catalog/batch_store.py), so take ours, in the
-            # batches' order (group, then stripes).
-            for stripe in lock_stripes({group_name}):
-                tx.execute("batch_lock_stripe", {"stripe": stripe})
+            # stripe of every group its fragments name, so ours is taken with the group's lock.
+            lock_merges(tx, group_id, {group_name})
             files = loose_files(tx, group_name)
             if not files:
                 return out

@@ -28,7 +28,7 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from usenet_indexer.catalog.batch_store import lock_stripes, search_name, stored_fragment
+from usenet_indexer.catalog.batch_store import lock_merges, search_name, stored_fragment
 from usenet_indexer.db import Database
 from usenet_indexer.db.database import Fence
 from usenet_indexer.indexing import pack_segments, unpack_segments
@@ -253,9 +253,7 @@ class Prober:
             head = tx.one("release_group_by_key", {"key": key})
             group = None if head is None else tx.one("group_by_name", {"name": str(head["group_name"])})
             if head is not None and group is not None:
-                tx.execute("batch_lock_group", {"group_id": int(group["id"])})
-                for stripe in lock_stripes({str(head["group_name"])}):  # a cross-post's batches hold it
-                    tx.execute("batch_lock_stripe", {"stripe": stripe})
+                lock_merges(tx, int(group["id"]), {str(head["group_name"])})
             rows = tx.run("releases_by_keys", {"keys": tx.array([key])})
             if not rows:  # gone meanwhile (joined into another release): nothing to name
                 tx.execute("probe_done", {"key": key, "articles": cost.articles, "bytes": cost.bytes})
