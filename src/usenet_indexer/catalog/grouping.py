@@ -1,9 +1,9 @@
 """The grouping loop: loose releases joined in the catalog once their bursts are final (issue 16).
 
 indexing/grouping.py decides (pure); this applies it to the catalog, one group at a time, each in one
-transaction that starts with the loop's fence and takes the group's merge lock (``batch_lock_group``,
-the one every batch of the group takes), so that no batch of the group stores between the reading and
-the writing:
+transaction that starts with the loop's fence and takes the group's merge locks (``lock_merges``: the
+group's and its stripe, which every batch of the group, and a cross-post's batch from another group,
+takes), so that no batch storing into these releases runs between the reading and the writing:
 
 1. the group's loose releases (``loose_in_group``, light columns), and its ranges and lanes, which say
    which articles are indexed for good (``Settled``);
