@@ -41,6 +41,10 @@ MAX_ID = 2**63 - 1
 Id = Annotated[int, Path(ge=1, le=MAX_ID)]
 Epoch = Annotated[int, Query(ge=1, le=MAX_ID, description="The lease's epoch (fencing token)")]
 LaneParam = Annotated[str, Query(description="history or tail")]
+Reclaim = Annotated[
+    bool,
+    Query(description="Given back by the supervisor of a worker that died (logged as 'reclaimed')"),
+]
 POLL_SECONDS = 0.5  # a waiting stream looks for its chunk this often at first …
 POLL_MAX_SECONDS = 2.0  # … and less often the longer it waits (500 waiting streams: 250 looks a second)
 # A snapshot body is handed to its blob writer in pieces this big, on a thread: an object store's
@@ -166,9 +170,12 @@ def node_router(services: Services, metrics: Metrics) -> APIRouter:
         return {"ok": True, "headers": done.headers}
 
     @router.post("/ranges/{range_id}/release")
-    def release(range_id: Id, epoch: Epoch, node_id: Node) -> dict[str, bool]:
-        services.ranges.release(range_id, node_id, epoch)
-        return {"ok": True}
+    def release(range_id: Id, epoch: Epoch, node_id: Node, reclaim: Reclaim = False) -> dict[str, Any]:
+        """Back to planned, or finished when read to its end (leases/ranges.py ``release``)."""
+        outcome = services.ranges.release(range_id, node_id, epoch, reclaim=reclaim)
+        if outcome == "finished":
+            services.spool.remove(range_id)
+        return {"ok": True, "outcome": outcome}
 
     @router.post("/ranges/{range_id}/corrupt")
     def corrupt(range_id: Id, epoch: Epoch, report: CorruptReport, node_id: Node) -> dict[str, Any]:
@@ -231,8 +238,10 @@ def node_router(services: Services, metrics: Metrics) -> APIRouter:
         return {"ok": True}
 
     @router.post("/groups/{group_id}/release")
-    def release_group(group_id: Id, lane: LaneParam, epoch: Epoch, node_id: Node) -> dict[str, bool]:
-        services.lanes.release(group_id, node_id, lane, epoch)
+    def release_group(
+        group_id: Id, lane: LaneParam, epoch: Epoch, node_id: Node, reclaim: Reclaim = False
+    ) -> dict[str, bool]:
+        services.lanes.release(group_id, node_id, lane, epoch, reclaim=reclaim)
         return {"ok": True}
 
     @router.put("/groups/{group_id}/snapshot")

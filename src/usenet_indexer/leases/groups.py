@@ -170,7 +170,8 @@ class GroupLeases:
             if tx.one("group_lane_heartbeat", key) is None:
                 raise self._refused(tx, group_id, node_id, lane, epoch)
 
-    def release(self, group_id: int, node_id: int, lane: str, epoch: int) -> None:
+    def release(self, group_id: int, node_id: int, lane: str, epoch: int, *, reclaim: bool = False) -> None:
+        """The holder gives its lane up (``reclaim``: its supervisor, after the holder died; issue 17)."""
         lane = check_lane(lane)
         key = {"group_id": group_id, "lane": lane, "node_id": node_id, "epoch": epoch, "ttl": self.ttl}
         with self.db.transaction() as tx:
@@ -178,7 +179,7 @@ class GroupLeases:
             released = tx.one("group_lane_release", key)
             if released is None:
                 raise self._refused(tx, group_id, node_id, lane, epoch)
-            end_lane(tx, key, epoch, float(released["now"]), "released")
+            end_lane(tx, key, epoch, float(released["now"]), "reclaimed" if reclaim else "released")
 
     def record_snapshot(
         self, group_id: int, node_id: int, lane: str, epoch: int, *, next: int, size: int, location: str
