@@ -81,7 +81,8 @@ def test_lifecycle_calls_name_the_epoch_and_a_lost_lease_is_409(
     assert early.status_code == 400
     assert "not past its end" in early.json()["error"]
     assert client.post(f"{API}/ranges/{rid}/release", params={"epoch": epoch}, headers=auth).json() == {
-        "ok": True
+        "ok": True,
+        "outcome": "released",
     }
     gone = client.post(f"{API}/ranges/{rid}/heartbeat", params={"epoch": epoch}, headers=auth)
     assert (gone.status_code, gone.json()) == (409, {"error": f"range {rid} was released"})
