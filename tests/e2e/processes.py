@@ -44,6 +44,14 @@ def supervised_by(pid: int) -> list[int]:
     return found
 
 
+def child(supervisor: int, slot: int) -> int | None:
+    """The pid of the supervisor's worker in ``slot`` (``EDGE_CHILD``; None while there is none)."""
+    for pid in supervised_by(supervisor):
+        if environment(pid).get("EDGE_CHILD") == str(slot):
+            return pid
+    return None
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

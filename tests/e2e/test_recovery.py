@@ -21,10 +21,10 @@ import pytest
 from tests.e2e.processes import (
     Coordinator,
     Worker,
+    child,
     environment,
     free_port,
     settings_env,
-    supervised_by,
     wait_for,
 )
 from tests.e2e.test_run import add_groups, catalog_and_audit, finish, start_run
@@ -42,14 +42,6 @@ pytestmark = pytest.mark.slow
 TTL = 600.0  # far longer than the test: recovery must not wait for it
 PROMPT_SECONDS = 5.0  # a dead worker's leases are given back within this (measured: well under 1 s)
 STORES = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
-
-
-def child(supervisor: int, slot: int) -> int | None:
-    """The pid of the supervisor's child in ``slot`` (None while there is none)."""
-    for pid in supervised_by(supervisor):
-        if environment(pid).get("EDGE_CHILD") == str(slot):
-            return pid
-    return None
 
 
 def held_by(pid: int) -> set[tuple[int, int]]:
