@@ -261,3 +261,111 @@ def test_a_child_killed_under_edge_processes_gives_back_only_its_own_leases(
     finally:
         services.close()
     assert "edge.leases_given_back" in edge.output()
+
+
+def lanes_held_by(pid: int) -> set[tuple[int, str, int]]:
+    """The (group, lane, epoch) a supervised worker's held-leases file names."""
+    path = environment(pid).get("EDGE_HELD_FILE")
+    try:
+        body = json.loads(Path(path).read_bytes()) if path else {"lanes": []}
+    except (OSError, ValueError):
+        return set()
+    return {(int(g), str(lane), int(e)) for g, lane, e in body["lanes"]}
+
+
+def test_a_lane_holder_killed_under_edge_processes_hands_its_lane_over_at_once(
+    database_url: str, tmp_path: Path
+) -> None:
+    """``edge --processes 2 --lane history``: the holder of the group's lane is killed while it waits in
+    a range; its range and its lane are given back at once, and the next holder (the sibling, or the
+    restarted child) resumes from the window's snapshot."""
+    sizes = {**SIZES, "chunk_articles": 500}
+    settings = Settings(database_url=database_url, data_dir=tmp_path / "data", **sizes)  # type: ignore[arg-type]
+    services = open_services(settings, migrate=False)
+    services.rules.ensure_default()
+    group = "alt.binaries.recovery.lane"
+    generated = posting(group, releases=200, seed=9)
+    held = spool_posting(services, group, generated, hold_back_last=True)
+    # The lane's first ranges spooled whole: the holder gets through them (snapshots PUT) and waits in
+    # its third. History ranges are planned downwards: the oldest have the highest ids.
+    spool_held(services, {r: held.pop(r) for r in sorted(held)[-2:]})
+    token = services.nodes.add("edge-lanes")[1]
+    total = int(query(services.db, "SELECT count(*) AS n FROM ranges")[0]["n"])
+    env = settings_env(database_url, tmp_path / "data", **sizes)
+    coordinator = Coordinator(env, free_port(), tmp_path / "coordinator.log")
+    coordinator.start()
+    args = ("--processes", "2", "--lane", "history", "--idle-seconds", "0.3")
+    edge = Worker(env, coordinator.url, token, tmp_path / "edge.log", *args)
+
+    def done() -> int:
+        return int(query(services.db, "SELECT count(*) AS n FROM ranges WHERE status = 'done'")[0]["n"])
+
+    def holder() -> tuple[int, tuple[int, str, int], tuple[int, int]] | None:
+        """The pid of the lane's holder, its lane, and the range it waits in."""
+        for slot in (1, 2):
+            pid = child(edge.process.pid, slot)
+            if pid is None:
+                continue
+            lanes, ranges = lanes_held_by(pid), held_by(pid)
+            waiting = [
+                r
+                for r in ranges
+                if query(
+                    services.db,
+                    "SELECT 1 FROM ranges WHERE id = :r AND epoch = :e AND status = 'leased'",
+                    {"r": r[0], "e": r[1]},
+                )
+            ]
+            if lanes and waiting:
+                return pid, next(iter(lanes)), waiting[0]
+        return None
+
+    try:
+        wait_for(lambda: done() >= 2 and holder() is not None, 60, "the lane's holder waiting in a range")
+        found = holder()
+        assert found is not None
+        pid, (group_id, lane, lane_epoch), (range_id, epoch) = found
+        killed_at = time.monotonic()
+        os.kill(pid, signal.SIGKILL)
+
+        def lane_end() -> str | None:
+            rows = query(
+                services.db,
+                "SELECT end_reason FROM lane_log WHERE group_id = :g AND lane = :l AND epoch = :e "
+                "AND ended_at IS NOT NULL",
+                {"g": group_id, "l": lane, "e": lane_epoch},
+            )
+            return str(rows[0]["end_reason"]) if rows else None
+
+        wait_for(lambda: lane_end() is not None, PROMPT_SECONDS, "the lane to be given back")
+        took = time.monotonic() - killed_at
+        assert (lane_end(), lease_end(services.db, range_id, epoch)) == ("reclaimed", "reclaimed")
+        wait_for(
+            lambda: bool(
+                query(
+                    services.db,
+                    "SELECT 1 FROM lane_log "
+                    "WHERE group_id = :g AND lane = :l AND epoch > :e AND NOT took_over",
+                    {"g": group_id, "l": lane, "e": lane_epoch},
+                )
+            ),
+            PROMPT_SECONDS * 2,
+            "the lane to be held again",
+        )
+        spool_held(services, held)
+        wait_for(lambda: done() == total, 120, "every range to finish")
+        # The last holder finds nothing left and flushes its window (the releases still open).
+        wait_for(lambda: "lane.flushed" in edge.output(), 30, "the lane's window to be flushed")
+        assert edge.stop() == 0, edge.output()[-3000:]
+    finally:
+        if edge.process.poll() is None:
+            edge.stop()
+        coordinator.stop()
+    try:
+        assert took < PROMPT_SECONDS
+        assert audit(services.db, ttl=TTL, max_per_group=2).problems == []
+        assert stored_catalog(services.db) == expected_catalog(group, generated)
+    finally:
+        services.close()
+    output = edge.output()
+    assert "lane.window_restored" in output and "edge.leases_given_back" in output
