@@ -413,8 +413,8 @@ def main() -> None:
 
 def report_kills(killed: Run, clean: Run, n: int, result: dict[str, object]) -> None:
     suffix = "sqlite" if killed.store == "sqlite" else "pg"
-    kills = len(killed.held_s)
-    held = ", ".join(f"{s:.2f}" for s in killed.held_s)
+    kills = len(killed.held_after_kill_s)
+    held = ", ".join(f"{s:.2f}" for s in killed.held_after_kill_s)
     print(
         f"run on {killed.store} with {kills} workers SIGKILLed: {killed.seconds:.2f} s "
         f"({killed.seconds / clean.seconds:.2f} × the clean run's {clean.seconds:.2f} s); each killed "
@@ -423,7 +423,7 @@ def report_kills(killed: Run, clean: Run, n: int, result: dict[str, object]) -> 
     )
     result[f"run_s_{suffix}_kill{kills}"] = round(killed.seconds, 2)
     result[f"kill_ratio_{suffix}"] = round(killed.seconds / clean.seconds, 2)
-    result[f"held_after_kill_s_{suffix}"] = [round(s, 2) for s in killed.held_s]
+    result[f"held_after_kill_s_{suffix}"] = [round(s, 2) for s in killed.held_after_kill_s]
 
 
 def report(run: Run, n: int, bare_s: float, result: dict[str, object]) -> None:
