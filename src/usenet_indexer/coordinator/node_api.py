@@ -34,6 +34,7 @@ from usenet_indexer.storage.blobs import BlobError, BlobTooLarge
 from usenet_indexer.storage.corpus import CorpusRange
 from usenet_indexer.wire.batch import BatchError, check_authority, decode_batch
 from usenet_indexer.wire.frames import STREAM_HEADER, encode_end, encode_frame_parts, encode_keepalive
+from usenet_indexer.wire.held import Held
 
 log = get_logger(__name__)
 
@@ -114,6 +115,13 @@ def node_router(services: Services, metrics: Metrics) -> APIRouter:
             took_over=granted.took_over,
         )
         return lease_body(granted)
+
+    @router.get("/leases")
+    def leases(node_id: Node) -> Response:
+        """The node's live leases, in the held-leases format (edge/held.py): for the supervisor of a
+        worker that died, when the node was that worker's alone (issue 17)."""
+        held = Held(frozenset(services.ranges.of_node(node_id)), frozenset(services.lanes.of_node(node_id)))
+        return Response(held.encode(), media_type="application/json")
 
     @router.get("/rules/{version}")
     def rules(version: Annotated[int, Path(ge=0, le=2**31)], node_id: Node) -> Response:

@@ -24,6 +24,7 @@ from usenet_indexer.edge.held import HeldFile
 from usenet_indexer.leases.errors import LeaseLost
 from usenet_indexer.logs import get_logger
 from usenet_indexer.wire.batch import BATCH_MEDIA_TYPE
+from usenet_indexer.wire.held import Held, decode_held
 
 log = get_logger(__name__)
 
@@ -147,6 +148,10 @@ class NodeClient:
         if self.held is not None:
             self.held.hold_range(lease.range_id, lease.epoch)
         return lease
+
+    def node_leases(self) -> Held:
+        """This node's live leases (the coordinator's view, in the held-leases format)."""
+        return decode_held(self.request("GET", "leases").content)
 
     def rules(self, version: int) -> str:
         return self.request("GET", f"rules/{version}").text

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import IO
 
 from usenet_indexer.edge.client import ApiError, NodeClient
-from usenet_indexer.edge.held import HELD_FILE_VARIABLE, Held, read_held
+from usenet_indexer.edge.held import HELD_FILE_VARIABLE, Held, HeldFileError, read_held
 from usenet_indexer.leases.errors import LeaseLost
 from usenet_indexer.logs import get_logger
 
@@ -69,12 +69,15 @@ def supervise(
     kill: threading.Event | None = None,
     on_start: Callable[[int, int], None] | None = None,
     client_for: Callable[[int], NodeClient] | None = None,
+    own_nodes: bool = False,
 ) -> int:
     """Run ``count`` children until ``stop``; with ``until_done`` (``--ranges``), a child that exits
     0 is done and not restarted. Returns the exit code.
 
     ``client_for(slot)``: a client with that child's node token, to give back the leases a child
-    left when it exited (None: they lapse after the TTL). After ``stop`` each child gets SIGTERM and
+    left when it exited (None: they lapse after the TTL). ``own_nodes``: each child's node is its
+    alone (``run``), so every live lease of that node is the dead child's — a grant it had not read
+    yet too, which its file cannot name. After ``stop`` each child gets SIGTERM and
     is waited for; one still running ``grace_seconds`` later, or when ``kill`` is set (a second
     Ctrl-C), is killed and its leases given back. ``on_start(slot, pid)`` is told of every child
     started."""
@@ -111,26 +114,31 @@ def supervise(
         and a request it sent before dying is fenced by the lease's epoch)."""
         path = held_file(slot)
         held = read_held(path)
-        if held and client_for is not None:
-            began = time.monotonic()
-            try:
-                with client_for(slot) as client:
-                    given = give_back(client, held)
-            except Exception as error:  # the supervisor goes on: the leases lapse after the TTL
-                log.error("edge.give_back_failed", slot=slot, error=f"{type(error).__name__}: {error}")
-                given = GivenBack(failed=len(held.ranges) + len(held.lanes))
-            log.warning(
-                "edge.leases_given_back",
-                slot=slot,
-                code=code,
-                ranges_released=given.released,
-                ranges_finished=given.finished,
-                lanes=given.lanes,
-                refused=given.refused,
-                failed=given.failed,
-                seconds=round(time.monotonic() - began, 3),
-            )
         path.unlink(missing_ok=True)
+        if client_for is None or not (held or own_nodes):
+            return
+        began = time.monotonic()
+        try:
+            with client_for(slot) as client:
+                if own_nodes:
+                    held = held | node_leases(client)
+                if not held:
+                    return
+                given = give_back(client, held)
+        except Exception as error:  # the supervisor goes on: the leases lapse after the TTL
+            log.error("edge.give_back_failed", slot=slot, error=f"{type(error).__name__}: {error}")
+            return
+        log.warning(
+            "edge.leases_given_back",
+            slot=slot,
+            code=code,
+            ranges_released=given.released,
+            ranges_finished=given.finished,
+            lanes=given.lanes,
+            refused=given.refused,
+            failed=given.failed,
+            seconds=round(time.monotonic() - began, 3),
+        )
 
     try:
         for slot in range(1, count + 1):
@@ -172,7 +180,9 @@ def supervise(
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     child.wait(0.1)
             reclaim(slot, child.returncode)  # one killed after the grace left its leases
-            if child.returncode != 0:
+            # Ended by our SIGTERM before it set its handler (a child restarted a moment before the
+            # stop): it held nothing, or reclaim gave it back. Not a failure of the run.
+            if child.returncode not in (0, -signal.SIGTERM):
                 failed += 1
         return 1 if failed else 0
     finally:
@@ -196,6 +206,15 @@ def watch_parent(stop: threading.Event) -> None:
                 stop.set()
 
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def node_leases(client: NodeClient) -> Held:
+    """The node's live leases as the coordinator has them (nothing when it cannot say)."""
+    try:
+        return client.node_leases()
+    except (ApiError, OSError, HeldFileError) as error:
+        log.warning("edge.node_leases_failed", error=str(error))
+        return Held()
 
 
 @dataclass(frozen=True, slots=True)

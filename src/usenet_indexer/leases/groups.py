@@ -157,6 +157,12 @@ class GroupLeases:
 
         return self.db.retrying(take)
 
+    def of_node(self, node_id: int) -> list[tuple[int, str, int]]:
+        """The node's live lane leases, as (group, lane, epoch)."""
+        with self.db.transaction(write=False) as tx:
+            rows = tx.run("node_lane_leases", {"node_id": node_id, "ttl": self.ttl})
+        return [(int(r["group_id"]), str(r["lane"]), int(r["epoch"])) for r in rows]
+
     def held_lane(self, group_id: int, node_id: int, lane: str, epoch: int) -> str:
         """The group's name if ``node_id`` holds its ``lane`` at ``epoch``; else LeaseLost."""
         with self.db.transaction(write=False) as tx:

@@ -169,6 +169,12 @@ class RangeLeases:
         assert row is not None
         return row
 
+    def of_node(self, node_id: int) -> list[tuple[int, int]]:
+        """The node's live range leases, as (range, epoch)."""
+        with self.db.transaction(write=False) as tx:
+            rows = tx.run("node_range_leases", {"node_id": node_id, "ttl": self.ttl})
+        return [(int(r["id"]), int(r["epoch"])) for r in rows]
+
     def heartbeat(self, range_id: int, node_id: int, epoch: int) -> None:
         params = {"range_id": range_id, "node_id": node_id, "epoch": epoch, "ttl": self.ttl}
         # Not durable: a heartbeat lost in a crash only brings a takeover a little closer.

@@ -169,6 +169,7 @@ class LocalRun:
                 kill=self.kill,
                 on_start=lambda slot, pid: self.worker_pids.__setitem__(slot, pid),
                 client_for=client_for,
+                own_nodes=True,  # a node per worker: a dead one's grant it had not read is its too
             )
 
         self._supervisor = threading.Thread(target=run, name="edge-supervisor", daemon=True)

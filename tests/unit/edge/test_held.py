@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from usenet_indexer.edge.held import Held, HeldFile, HeldFileError, decode_held, read_held
+from usenet_indexer.edge.held import HeldFile, read_held
 from usenet_indexer.edge.supervisor import restart_delay
+from usenet_indexer.wire.held import Held, HeldFileError, decode_held
 
 ids = st.integers(1, 2**63 - 1)
 helds = st.builds(
