@@ -32,7 +32,6 @@ from usenet_indexer.wire.held import Held, HeldFileError, decode_held
 log = get_logger(__name__)
 
 HELD_FILE_VARIABLE = "EDGE_HELD_FILE"
-__all__ = ["HELD_FILE_VARIABLE", "Held", "HeldFile", "HeldFileError", "decode_held", "read_held"]
 
 
 @dataclass
@@ -74,10 +73,6 @@ class HeldFile:
             if (group_id, lane, epoch) in self._lanes:
                 self._lanes.discard((group_id, lane, epoch))
                 self._write()
-
-    def held(self) -> Held:
-        with self._lock:
-            return Held(frozenset(self._ranges), frozenset(self._lanes))
 
     def _write(self) -> None:
         data = Held(frozenset(self._ranges), frozenset(self._lanes)).encode()

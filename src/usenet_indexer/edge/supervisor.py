@@ -32,9 +32,10 @@ from pathlib import Path
 from typing import IO
 
 from usenet_indexer.edge.client import ApiError, NodeClient
-from usenet_indexer.edge.held import HELD_FILE_VARIABLE, Held, HeldFileError, read_held
+from usenet_indexer.edge.held import HELD_FILE_VARIABLE, read_held
 from usenet_indexer.leases.errors import LeaseLost
 from usenet_indexer.logs import get_logger
+from usenet_indexer.wire.held import Held, HeldFileError
 
 log = get_logger(__name__)
 
