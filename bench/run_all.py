@@ -67,7 +67,15 @@ def main() -> None:
             if "ratio" in key
             or key.endswith(("_vs_one", "_vs_indexer"))
             or key
-            in ("pg_ops_per_s_32", "pg_lease_p99_ms_32", "pg_p95_ms_1m", "releases_per_s", "peak_mb_1m_batch")
+            in (
+                "pg_ops_per_s_32",
+                "pg_lease_p99_ms_32",
+                "pg_p95_ms_1m",
+                "releases_per_s",
+                "peak_mb_1m_batch",
+                "us_per_header_coordinator",
+                "edge_cores_per_coordinator_core",
+            )
         )
         rows.append((script.stem, headline, seconds))
     (HERE / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")

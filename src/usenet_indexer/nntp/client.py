@@ -50,8 +50,10 @@ from usenet_indexer.nntp.errors import (
 
 __all__ = ["Compression", "GroupInfo", "NNTPClient", "OverviewChunk"]
 
-# "auto": COMPRESS DEFLATE when advertised, else XFEATURE COMPRESS GZIP TERMINATOR when the server
-# accepts it, else XZVER when it answers it, else plain OVER (XOVER when OVER is not advertised).
+# "auto", for one client: COMPRESS DEFLATE when advertised, else XFEATURE COMPRESS GZIP TERMINATOR when
+# the server accepts it, else XZVER when it answers it, else plain OVER (XOVER when OVER is not
+# advertised). The pool's "auto" gives each connection "auto" or "none", whichever it measured the
+# faster for that server (nntp/choice.py).
 Compression = Literal["auto", "deflate", "gzip", "gzip-terminator", "xzver", "none"]
 
 _TCP_QUICKACK = getattr(socket, "TCP_QUICKACK", None)

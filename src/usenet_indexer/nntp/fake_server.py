@@ -64,6 +64,8 @@ class Script:
     garbage_replies: int = 0  # the next N commands get bytes that are not NNTP
     require_auth: tuple[str, str] | None = None  # (user, password)
     reply_delay: float = 0.0  # seconds before each overview reply (to make connections overlap)
+    # Overview replies trickle out at this many bytes per second, as over a slow link (0: at once).
+    link_bytes_per_second: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -437,8 +439,20 @@ class _Session:
             await self.send(status + body[: len(body) // 2])
             await self.server.stopping.wait()  # never ends (until the server stops): the client must time out
             return False
-        await self.send(status + body)
+        await self.send_over_link(status + body)
         return True
+
+    async def send_over_link(self, data: bytes) -> None:
+        """``data`` at the script's link speed: pieces of ~20 ms each, each followed by its time."""
+        rate = self.script.link_bytes_per_second
+        if rate <= 0:
+            await self.send(data)
+            return
+        piece = max(1024, int(rate / 50))
+        for start in range(0, len(data), piece):
+            sent = data[start : start + piece]
+            await self.send(sent)
+            await asyncio.sleep(len(sent) / rate)
 
 
 def _stuff(text: bytes) -> bytes:

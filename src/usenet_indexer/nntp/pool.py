@@ -7,6 +7,11 @@
 - A dropped connection, a timeout or a broken stream drops that client; the command is retried on
   a fresh one after a back-off. Whole replies are retried whole; a streamed overview resumes after
   the last article it already handed out, so nothing is lost and nothing comes twice.
+- ``compression = "auto"`` reads overview plain or compressed, whichever a server delivers faster,
+  measured per server (nntp/choice.py): COMPRESS DEFLATE on loopback cost INN2 four times the CPU and
+  made the whole run slower (issue 17); over a slow link it is the faster. The choice is logged
+  (``nntp.compression_chosen``, with the rates) and measured again now and then. Any other setting
+  is used as it is.
 - Servers are tried by ``priority`` (lower first). Overview and GROUP come from the primary (the
   first server): article numbers are per server. BODY falls through to the fill servers when a
   server does not have the article (423/430).
@@ -25,6 +30,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from usenet_indexer.logs import get_logger
+from usenet_indexer.nntp.choice import CompressionChoice, Decision, Mode
 from usenet_indexer.nntp.client import Compression, GroupInfo, NNTPClient, OverviewChunk
 from usenet_indexer.nntp.errors import (
     ArticleNotFound,
@@ -106,8 +112,13 @@ class _Server:
         backoff_initial: float,
         backoff_max: float,
         max_refusals: int,
+        choice: CompressionChoice | None,
     ) -> None:
         self.settings = settings
+        # "auto": each new connection plain or compressed as the choice says (None: as set).
+        self.choice = choice
+        self._plain = settings.model_copy(update={"compression": "none"})
+        self._compressed_as = "none"  # what a compressed connection got from this server, for the log
         self.limit = settings.connections
         self.stats = ServerStats()
         self._factory = factory
@@ -133,6 +144,7 @@ class _Server:
 
     async def acquire(self) -> NNTPClient:
         while True:
+            mode: Mode | None = None
             async with self._cond:
                 while True:
                     if self._closed:
@@ -143,17 +155,23 @@ class _Server:
                     if self._open < self.limit and wait <= 0:
                         self._open += 1
                         self.stats.peak_open = max(self.stats.peak_open, self._open)
+                        if self.choice is not None:
+                            mode = self.choice.mode_to_open()
+                            # Counted from now: connections opened at once must not all take one mode.
+                            self.choice.opened(mode)
                         break
                     with contextlib.suppress(TimeoutError):
                         async with asyncio.timeout(wait if wait > 0 else None):
                             await self._cond.wait()
-            client = self._factory(self.settings)
+            client = self._factory(self._plain if mode == "plain" else self.settings)
             try:
                 await client.connect()
             except TooManyConnections:
+                self._closed_mode(mode)
                 await self._refused()
                 continue
             except BaseException:
+                self._closed_mode(mode)
                 await self._forget()
                 raise
             self._refusals_in_a_row = 0
@@ -184,14 +202,54 @@ class _Server:
             self._open -= 1
             self._cond.notify_all()
 
+    @staticmethod
+    def mode_of(client: NNTPClient) -> Mode:
+        return "plain" if client.compression == "none" else "compressed"
+
+    def _closed_mode(self, mode: Mode | None) -> None:
+        if self.choice is not None and mode is not None:
+            self.choice.closed(mode)
+
     async def release(self, client: NNTPClient, *, healthy: bool) -> None:
         if healthy and client.connected and not self._closed:
-            async with self._cond:
-                self._idle.append(client)
-                self._cond.notify()
+            if self.choice is None or self.choice.keep(self.mode_of(client)):
+                async with self._cond:
+                    self._idle.append(client)
+                    self._cond.notify()
+                return
+            # Of the mode not chosen (or making room to measure the other): a new one replaces it.
+            self._closed_mode(self.mode_of(client))
+            await client.close()
+            await self._forget()
             return
+        self._closed_mode(self.mode_of(client))
         await client.abort()
         await self._forget()
+
+    def measured(self, client: NNTPClient, chunk: OverviewChunk, seconds: float) -> None:
+        """An overview reply read in ``seconds``: the choice's measurement (with "auto")."""
+        if self.choice is None:
+            return
+        mode = self.mode_of(client)
+        on_wire = client.session_compression if client.session_compression != "none" else chunk.encoding
+        compressed = on_wire != "plain" and on_wire != "none"
+        if mode == "compressed" and compressed:
+            self._compressed_as = on_wire
+        decision = self.choice.record(mode, chunk.plain_size, seconds, compressed=compressed)
+        if decision is not None:
+            self._log_choice(decision)
+
+    def _log_choice(self, decision: Decision) -> None:
+        log.info(
+            "nntp.compression_chosen",
+            server=self.settings.name,
+            chosen=decision.chosen,
+            plain_mb_per_s=round(decision.rates["plain"] / 1e6, 1),
+            compressed_mb_per_s=round(decision.rates["compressed"] / 1e6, 1),
+            compressed_as=self._compressed_as,
+            replies=f"{decision.replies['plain']} plain, {decision.replies['compressed']} compressed",
+            reason=decision.reason,
+        )
 
     async def dropped(self, client: NNTPClient) -> None:
         self.stats.dropped += 1
@@ -226,6 +284,7 @@ class _Server:
             idle, self._idle = self._idle, []
             self._cond.notify_all()
         for client in idle:
+            self._closed_mode(self.mode_of(client))
             await client.close()
             self._open -= 1
 
@@ -252,12 +311,23 @@ class NNTPPool:
         backoff_max: float = 30.0,
         max_refusals: int = 6,
         client_factory: Callable[[ServerSettings], NNTPClient] | None = None,
+        choice_factory: Callable[[], CompressionChoice] = CompressionChoice,
     ) -> None:
         if not servers:
             raise ValueError("NNTPPool needs at least one server")
         factory = client_factory or (lambda settings: settings.client())
         ordered = sorted(servers, key=lambda s: s.priority)
-        self._servers = [_Server(s, factory, backoff_initial, backoff_max, max_refusals) for s in ordered]
+        self._servers = [
+            _Server(
+                s,
+                factory,
+                backoff_initial,
+                backoff_max,
+                max_refusals,
+                choice_factory() if s.compression == "auto" else None,
+            )
+            for s in ordered
+        ]
         self.retries = retries
 
     @property
@@ -265,17 +335,18 @@ class NNTPPool:
         return self._servers[0].settings
 
     def stats(self, name: str | None = None) -> ServerStats:
-        server = (
-            self._servers[0] if name is None else next(s for s in self._servers if s.settings.name == name)
-        )
-        return server.stats
+        return self._server(name).stats
+
+    def compression_choice(self, name: str | None = None) -> CompressionChoice | None:
+        """The measured choice of plain or compressed overview of a server (None: not "auto")."""
+        return self._server(name).choice
+
+    def _server(self, name: str | None) -> _Server:
+        return self._servers[0] if name is None else next(s for s in self._servers if s.settings.name == name)
 
     def limit(self, name: str | None = None) -> int:
         """The current connection ceiling of a server (lowered after "too many connections")."""
-        server = (
-            self._servers[0] if name is None else next(s for s in self._servers if s.settings.name == name)
-        )
-        return server.limit
+        return self._server(name).limit
 
     async def __aenter__(self) -> NNTPPool:
         return self
@@ -349,11 +420,17 @@ class NNTPPool:
         connection. Raises CompressedReplyCorrupt/-Truncated for a compressed reply that does not
         inflate: fetch it again with ``compress=False``."""
 
+        server = self._servers[0]
+
         async def operation(client: NNTPClient) -> OverviewChunk:
             await self._select(client, group)
-            return await client.over_chunk(first, last, compress=compress)
+            began = time.perf_counter()
+            chunk = await client.over_chunk(first, last, compress=compress)
+            if compress:
+                server.measured(client, chunk, time.perf_counter() - began)
+            return chunk
 
-        return await self._run(self._servers[0], operation)
+        return await self._run(server, operation)
 
     async def over(self, group: str, first: int, last: int, *, compress: bool = True) -> AsyncIterator[bytes]:
         """Stream a range's overview as plain whole lines; a dropped connection resumes after the

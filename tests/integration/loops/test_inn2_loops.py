@@ -53,7 +53,9 @@ def message_id(line: bytes) -> str:
     return line.split(b"\t")[4].decode()
 
 
-@pytest.mark.parametrize("compression", ["none", "auto"])  # auto: INN2 offers COMPRESS DEFLATE
+# INN2 offers COMPRESS DEFLATE; auto reads plain or compressed, whichever it measures faster (these
+# replies are too small to measure: its connections alternate between the two).
+@pytest.mark.parametrize("compression", ["none", "deflate", "auto"])
 async def test_posted_articles_are_planned_and_spooled_exactly_once(
     services: Services, inn2: None, compression: str
 ) -> None:
@@ -75,7 +77,10 @@ async def test_posted_articles_are_planned_and_spooled_exactly_once(
     finally:
         prefetcher.close()
         await asyncio.to_thread(news.close)
-    assert sessions == ({"deflate"} if compression == "auto" else {"none"})
+    if compression == "auto":
+        assert sessions and sessions <= {"deflate", "none"}
+    else:
+        assert sessions == {compression}
 
     ranges = ranges_of(services, group)
     assert [(int(r["start_id"]), int(r["end_id"])) for r in ranges] == [(1, 999), (1000, 1999), (2000, 2345)]

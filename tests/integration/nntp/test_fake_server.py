@@ -203,3 +203,35 @@ async def test_authinfo_against_fake_server() -> None:
         with pytest.raises(AuthRejected):
             async with _client(server, user="u", password="wrong"):
                 pass
+
+
+async def test_auto_compression_over_a_slow_link_compresses_by_measurement() -> None:
+    # 4 MB/s: a plain reply of ~150 kB takes ~40 ms on the wire, its gzip stream a tenth of that.
+    async with FakeNNTPServer(Script(support_xzver=False, link_bytes_per_second=4_000_000)) as server:
+        lines = fill_group(server, GROUP, 1, 6000)
+        with capture_logs() as logged:
+            async with _settings_pool(server, connections=1) as pool:
+                choice = pool.compression_choice()
+                assert choice is not None
+                chunks = [await pool.over_chunk(GROUP, n, n + 999) for n in range(1, 5001, 1000)]
+                assert choice.chosen == "compressed"
+                chunks.append(await pool.over_chunk(GROUP, 5001, 6000))
+                assert choice.open == {"plain": 0, "compressed": 1}
+    assert b"".join(chunk.plain() for chunk in chunks) == b"".join(line + b"\r\n" for line in lines)
+    assert chunks[-1].encoding != "plain"  # stored as it came, compressed
+    chosen = [e for e in logged if e["event"] == "nntp.compression_chosen"]
+    assert len(chosen) == 1
+    assert chosen[0]["chosen"] == "compressed"
+    assert chosen[0]["compressed_as"] in ("gzip", "zlib")
+    assert chosen[0]["compressed_mb_per_s"] > chosen[0]["plain_mb_per_s"] > 0
+
+
+async def test_auto_compression_reads_plain_from_a_server_that_compresses_nothing() -> None:
+    async with FakeNNTPServer(Script(support_xzver=False, support_gzip=False)) as server:
+        fill_group(server, GROUP, 1, 3000)
+        async with _settings_pool(server, connections=2) as pool:
+            choice = pool.compression_choice()
+            assert choice is not None
+            for n in range(1, 3001, 1000):
+                assert (await pool.over_chunk(GROUP, n, n + 999)).lines == 1000
+    assert choice.chosen == "plain"

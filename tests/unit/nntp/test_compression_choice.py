@@ -1,0 +1,123 @@
+"""The choice between plain and compressed overview (nntp/choice.py), without servers: which mode new
+connections take, which connections are kept, when it decides, and when it measures again."""
+
+from __future__ import annotations
+
+import pytest
+
+from usenet_indexer.nntp.choice import CompressionChoice
+
+MB = 1_000_000
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_new_connections_alternate_while_measuring() -> None:
+    choice = CompressionChoice(replies=2)
+    modes = []
+    for _ in range(4):
+        mode = choice.mode_to_open()
+        choice.opened(mode)
+        modes.append(mode)
+    assert modes == ["plain", "compressed", "plain", "compressed"]
+    assert choice.open == {"plain": 2, "compressed": 2}
+
+
+@pytest.mark.parametrize(
+    ("plain_seconds", "compressed_seconds", "chosen"),
+    [(0.01, 0.03, "plain"), (0.05, 0.01, "compressed")],
+)
+def test_the_mode_that_delivers_more_bytes_per_second_is_chosen(
+    plain_seconds: float, compressed_seconds: float, chosen: str
+) -> None:
+    choice = CompressionChoice(replies=2)
+    assert choice.record("plain", MB, plain_seconds, compressed=False) is None
+    assert choice.record("compressed", MB, compressed_seconds, compressed=True) is None
+    assert choice.record("plain", MB, plain_seconds, compressed=False) is None
+    decision = choice.record("compressed", MB, compressed_seconds, compressed=True)
+    assert decision is not None
+    assert decision.chosen == chosen == choice.chosen
+    assert decision.rates["plain"] == pytest.approx(MB / plain_seconds)
+    assert decision.rates["compressed"] == pytest.approx(MB / compressed_seconds)
+    assert decision.replies == {"plain": 2, "compressed": 2}
+    assert f"{chosen}: plain {MB / plain_seconds / 1e6:.1f} MB/s (2 replies)" in decision.describe()
+    # From now on: new connections in the chosen mode, the other mode's closed as they come back.
+    assert choice.mode_to_open() == chosen
+    assert choice.keep(chosen)
+    assert not choice.keep("plain" if chosen == "compressed" else "compressed")
+    assert choice.record("plain", MB, 0.001, compressed=False) is None  # not measuring
+
+
+def test_small_replies_measure_latency_and_are_not_counted() -> None:
+    choice = CompressionChoice(replies=1, min_bytes=65_536)
+    assert choice.record("plain", 1000, 0.001, compressed=False) is None
+    assert choice.record("compressed", 1000, 0.5, compressed=True) is None
+    assert choice.measuring
+    decision = choice.record("plain", 100_000, 0.01, compressed=False)
+    assert decision is None  # the compressed mode has no reply that counts yet
+    decision = choice.record("compressed", 100_000, 0.001, compressed=True)
+    assert decision is not None and decision.chosen == "compressed"
+
+
+def test_a_server_that_compresses_nothing_is_read_plain_at_once() -> None:
+    choice = CompressionChoice(replies=3)
+    decision = choice.record("compressed", MB, 0.01, compressed=False)
+    assert decision is not None
+    assert decision.chosen == "plain"
+    assert "compresses nothing" in decision.reason
+    assert choice.mode_to_open() == "plain"
+
+
+def test_a_pool_of_one_mode_makes_room_for_the_other_while_measuring() -> None:
+    choice = CompressionChoice(replies=2)
+    choice.opened("plain")
+    choice.record("plain", 1000, 0.001, compressed=False)
+    assert choice.keep("plain")  # a small reply, not counted: no reason to reconnect
+    choice.record("plain", MB, 0.01, compressed=False)
+    # Nothing of the compressed mode is open, and it still needs replies: the plain one is closed on
+    # return, so the next connection opened is compressed.
+    assert not choice.keep("plain")
+    choice.closed("plain")
+    assert choice.mode_to_open() == "compressed"
+    choice.opened("compressed")
+    choice.opened("plain")
+    assert choice.keep("plain") and choice.keep("compressed")
+
+
+def test_it_measures_again_after_recheck_seconds() -> None:
+    clock = Clock()
+    choice = CompressionChoice(replies=1, recheck_seconds=600, clock=clock)
+    choice.record("plain", MB, 0.01, compressed=False)
+    assert choice.record("compressed", MB, 0.02, compressed=True) is not None
+    choice.opened("plain")
+    choice.opened("plain")
+    assert choice.chosen == "plain" and not choice.measuring
+    clock.now += 599
+    assert choice.keep("plain")
+    assert choice.record("compressed", MB, 0.001, compressed=True) is None
+    clock.now += 1
+    # Measuring again: once a plain reply is counted, a plain connection coming back makes room for
+    # a compressed one.
+    assert choice.keep("plain")
+    assert choice.measuring
+    assert choice.record("plain", MB, 0.01, compressed=False) is None
+    assert not choice.keep("plain")
+    choice.closed("plain")
+    assert choice.mode_to_open() == "compressed"
+    choice.opened("compressed")
+    decision = choice.record("compressed", MB, 0.001, compressed=True)
+    assert decision is not None and decision.chosen == "compressed"  # the link got slower
+
+
+def test_closed_never_counts_below_zero() -> None:
+    choice = CompressionChoice()
+    choice.closed("plain")
+    assert choice.open == {"plain": 0, "compressed": 0}
+    with pytest.raises(ValueError, match="at least 1"):
+        CompressionChoice(replies=0)
