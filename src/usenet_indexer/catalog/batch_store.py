@@ -115,6 +115,17 @@ def release_row(
     }
 
 
+def insert_releases(tx: Tx, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Insert catalog rows (``release_row``), and index them for full-text search: on SQLite in one
+    statement after them (migration 0011: a trigger per row was half of the insert's cost); on
+    PostgreSQL the vector is a generated column. Every insert of releases goes through here."""
+    if not rows:
+        return
+    mark = tx.one("releases_search_mark")
+    tx.executemany("release_insert", rows)
+    tx.execute("releases_search_index", {"after": int(mark["id"]) if mark is not None else 0})
+
+
 def _aliases(tx: Tx, keys: Sequence[str]) -> dict[str, str]:
     """The keys among ``keys`` joined into another release, and that release's key."""
     out: dict[str, str] = {}
@@ -223,7 +234,7 @@ def store_batch(
         else:
             merged = merge(stored_fragment(stored), renamed(fragment, stored["file_names"]))
             updates.append({**release_row(merged, group), "id": stored["id"]})
-    tx.executemany("release_insert", inserts)
+    insert_releases(tx, inserts)
     tx.executemany("release_update", updates)
     moved = _aliases(tx, [c.key for c in batch.candidates]) if batch.candidates else {}
     tx.executemany(

@@ -110,6 +110,24 @@ def test_a_new_release_is_stored_in_the_category_its_worker_found(db: Database) 
     assert {stored for stored, _ in categories(db).values()} == {(7020, None, None, None, 1999, None)}
 
 
+def test_every_release_a_batch_inserts_is_found_by_its_name(db: Database) -> None:
+    """SQLite indexes new releases for full-text search after inserting them (migration 0011), not by
+    a trigger per row: each is found by the words of its name, once."""
+    from usenet_indexer.catalog.search import Search, SearchQuery
+
+    bodies, _ = posted_batches(batch_articles=97)
+    add_group(db)
+    for body in bodies:
+        store(db, body)
+    with db.transaction(write=False) as tx:
+        rows = tx.sql("SELECT id, name FROM releases WHERE name <> ''")
+    assert len(rows) > 10
+    search = Search(db)
+    for row in rows:
+        hits = [h.guid for h in search.search(SearchQuery(text=str(row["name"]), limit=100)).hits]
+        assert len(hits) == len(set(hits)) >= 1, row["name"]
+
+
 def test_releases_over_many_batches_merge_to_one_runs_catalog(db: Database) -> None:
     bodies, generated = posted_batches(batch_articles=97)  # most releases arrive in pieces
     assert len(bodies) > 10
