@@ -225,6 +225,12 @@ def check_authority(batch: Batch, *, group: str, low: int, high: int) -> Batch:
       16), and a fragment lists the lease's group among its groups.
     - Every segment, and each release's first and last article, lies within ``low``–``high``.
     - Names are made here from the collection, as the indexer makes them.
+    - A new release's category is the worker's (``WireBatch.categories``, checked to be a category the
+      coordinator could have found: decode_batch), not made again here (issue 17). It is a heuristic of
+      the name and the file names, both of which the node chooses for the articles of its own lease, so
+      a node that may post a release at all can steer its category either way; what it must not do —
+      name another release's key, or claim articles outside its lease — is still checked here. A
+      release merged with one stored already is categorized by the coordinator from the merged files.
     - A probe candidate of a release in the batch names message-ids of that release's own segments (a
       probe fetches them, and renames the release from what they hold). A lane's candidates may name a
       release its window still holds open: the probe checks those against the stored release
