@@ -67,7 +67,7 @@ from usenet_indexer.indexing.fragment import (
     fragment_to_dict,
 )
 from usenet_indexer.indexing.indexer import release_key
-from usenet_indexer.indexing.merge import SegmentBlobError, checked_segments, pack_segments
+from usenet_indexer.indexing.merge import SegmentBlobError, checked_segments, column_range, pack_segments
 from usenet_indexer.indexing.naming import clean_name, looks_obfuscated
 
 WIRE_VERSION = 2
@@ -251,10 +251,13 @@ def check_authority(batch: Batch, *, group: str, low: int, high: int) -> Batch:
                 f"{where}: groups {list(fragment.groups)[:8]} do not hold this lease's group {group}"
             )
         for position, file in enumerate(fragment.files):
-            if file.articles and not low <= min(file.articles) <= max(file.articles) <= high:
+            if not file.articles:
+                continue
+            first, last = column_range(file.articles)
+            if not low <= first <= last <= high:
                 raise BatchError(
-                    f"{where}.files[{position}]: articles {min(file.articles)}-{max(file.articles)} are "
-                    f"outside this lease's articles {low}-{high}"
+                    f"{where}.files[{position}]: articles {first}-{last} are outside this lease's "
+                    f"articles {low}-{high}"
                 )
         if not low <= fragment.first_article <= fragment.last_article <= high:
             raise BatchError(
