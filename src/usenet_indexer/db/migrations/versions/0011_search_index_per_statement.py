@@ -8,7 +8,8 @@ indexed by one ``INSERT … SELECT`` after them). Every insert of releases now g
 and deletes are few. PostgreSQL's vector is a generated column: nothing changes there.
 
 Revision ID: 0011
-Revises: 0010
+Revises: 0010 (other branches of issues 16 and 17 add an 0011 too: whichever merges second
+renumbers and revises the other)
 """
 
 from __future__ import annotations
