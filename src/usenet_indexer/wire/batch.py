@@ -13,7 +13,8 @@ Body, little-endian::
 
     A fragment may carry ``"category": [id, season, episode, episode_last, year, resolution]``, the
     worker's ``categorize`` of the release as the coordinator names it (``clean_name(collection)``) and
-    its files (issue 17); a coordinator computes it itself for a fragment without one.
+    its files (issue 17); a coordinator computes it itself for a fragment without one. A coordinator
+    from before it refuses the field (unknown field): upgrade coordinators before workers.
 
 Why blobs: version 1 was one gzip'd JSON document. Decoding and validating it, then packing every
 release's blob again for the catalog, cost the coordinator ~6.5 µs a header against 2.5 µs to index
