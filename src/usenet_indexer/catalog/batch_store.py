@@ -117,7 +117,7 @@ def release_row(
 
 def insert_releases(tx: Tx, rows: Sequence[Mapping[str, Any]]) -> None:
     """Insert catalog rows (``release_row``), and index them for full-text search: on SQLite in one
-    statement after them (migration 0011: a trigger per row was half of the insert's cost); on
+    statement after them (migration 0012: a trigger per row was half of the insert's cost); on
     PostgreSQL the vector is a generated column. Every insert of releases goes through here."""
     if not rows:
         return

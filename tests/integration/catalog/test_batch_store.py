@@ -111,7 +111,7 @@ def test_a_new_release_is_stored_in_the_category_its_worker_found(db: Database) 
 
 
 def test_every_release_a_batch_inserts_is_found_by_its_name(db: Database) -> None:
-    """SQLite indexes new releases for full-text search after inserting them (migration 0011), not by
+    """SQLite indexes new releases for full-text search after inserting them (migration 0012), not by
     a trigger per row: each is found by the words of its name, once."""
     from usenet_indexer.catalog.search import Search, SearchQuery
 

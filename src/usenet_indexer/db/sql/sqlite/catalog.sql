@@ -34,5 +34,5 @@ SELECT COALESCE(max(id), 0) AS id FROM releases
 
 -- name: releases_search_index
 -- The full-text index of the releases inserted after :after, in one statement: a trigger per row cost
--- 17 µs a release, half of its insert (migration 0011, issue 17; catalog/batch_store.py insert_releases).
+-- 17 µs a release, half of its insert (migration 0012, issue 17; catalog/batch_store.py insert_releases).
 INSERT INTO releases_fts (rowid, search_name) SELECT id, search_name FROM releases WHERE id > :after

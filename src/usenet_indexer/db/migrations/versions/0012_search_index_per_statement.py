@@ -7,17 +7,17 @@ indexed by one ``INSERT … SELECT`` after them). Every insert of releases now g
 ``releases_search_mark`` and ``releases_search_index``). The update and delete triggers stay: updates
 and deletes are few. PostgreSQL's vector is a generated column: nothing changes there.
 
-Revision ID: 0011
-Revises: 0010 (other branches of issues 16 and 17 add an 0011 too: whichever merges second
-renumbers and revises the other)
+Revision ID: 0012
+Revises: 0011 (issue 16's branch adds an 0011 too: whichever merges second renumbers and revises the
+other)
 """
 
 from __future__ import annotations
 
 from alembic import op
 
-revision = "0011"
-down_revision = "0010"
+revision = "0012"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 
