@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from usenet_indexer.catalog.batch_store import lock_merges, release_row, stored_fragment
+from usenet_indexer.catalog.batch_store import insert_releases, lock_merges, release_row, stored_fragment
 from usenet_indexer.db import Database, Row, Tx
 from usenet_indexer.db.database import Fence
 from usenet_indexer.indexing.fragment import ReleaseFragment
@@ -184,7 +184,7 @@ class Grouper:
             merged = merge(stored_fragment(held[0]), release)
             tx.execute("release_update", {**release_row(merged, group_name), "id": held[0]["id"]})
         else:
-            tx.execute("release_insert", release_row(release, group_name))
+            insert_releases(tx, [release_row(release, group_name)])
         for member in members:
             tx.execute("release_alias_insert", {"member_key": member, "release_key": release.key})
             tx.execute("release_aliases_retarget", {"member_key": member, "release_key": release.key})

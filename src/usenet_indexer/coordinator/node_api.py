@@ -152,7 +152,9 @@ def node_router(services: Services, metrics: Metrics) -> APIRouter:
         b = await run(partial(check_authority, wire.batch, group=group, low=low, high=wire.batch.to_id))
 
         def store(tx: Tx, row: Row) -> Mapping[str, Any]:
-            return store_batch(tx, int(row["group_id"]), str(row["group_name"]), b, wire.blobs)
+            return store_batch(
+                tx, int(row["group_id"]), str(row["group_name"]), b, wire.blobs, wire.categories
+            )
 
         receipt = await run(
             services.ranges.commit_batch, range_id, node_id, epoch, b.from_id, b.to_id, b.headers, store
@@ -327,7 +329,7 @@ def node_router(services: Services, metrics: Metrics) -> APIRouter:
         result: dict[str, Any] = {}
 
         def store(tx: Tx, row: Row) -> None:
-            result.update(store_batch(tx, group_id, str(row["name"]), flushed, wire.blobs))
+            result.update(store_batch(tx, group_id, str(row["name"]), flushed, wire.blobs, wire.categories))
 
         await run(
             partial(

@@ -56,6 +56,8 @@ class Speedups(Protocol):
         self, data: bytes, max_text: int, max_id: int, file_type: type[FileFragment], /
     ) -> list[FileFragment]: ...
 
+    def column_range(self, column: array[int], /) -> tuple[int, int]: ...
+
 
 if TYPE_CHECKING:  # the extension's stub must give what the protocol asks
     from usenet_indexer.indexing import _speedups as _stub

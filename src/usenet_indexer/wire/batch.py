@@ -11,11 +11,19 @@ Body, little-endian::
             "batch": {"from_id", "to_id", "headers", "malformed": {reason: count}, "gaps", "undated",
                       "unmatched", "fragments": [fragment without "files"], "candidates": [...]}}
 
+    A fragment may carry ``"category": [id, season, episode, episode_last, year, resolution]``, the
+    worker's ``categorize`` of the release as the coordinator names it (``clean_name(collection)``) and
+    its files (issue 17); a coordinator computes it itself for a fragment without one. A coordinator
+    from before it refuses the field (unknown field): upgrade coordinators before workers.
+
 Why blobs: version 1 was one gzip'd JSON document. Decoding and validating it, then packing every
 release's blob again for the catalog, cost the coordinator ~6.5 µs a header against 2.5 µs to index
 it (bench/stream.py: the end-to-end path at 0.3 x the indexer alone). Now the worker packs each
 release once, the coordinator inflates and checks the blob (C-level calls per column), and a release
-it has not stored yet - most of them - is stored with the worker's blob byte for byte.
+it has not stored yet - most of them - is stored with the worker's blob byte for byte, and in the
+category the worker found for it: categorizing was the largest part of the coordinator's Python work per
+release (0.17 of its 2.7-3.5 core-µs a header in a 1M-header ``run``, issue 17). A release merged with
+one stored already is categorized again by the coordinator from the merged files, as before.
 
 Decoding refuses, with a BatchError saying what and where: a body over the compressed cap; a head and
 blobs that together inflate past the inflated cap (checked while inflating, so a zlib bomb costs at
@@ -47,6 +55,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from usenet_indexer.compression import InflateError, inflate_whole, zlib_compress
+from usenet_indexer.indexing.categories import NAMES, Category, categorize
 from usenet_indexer.indexing.fragment import (
     MAX_INT,
     Batch,
@@ -59,7 +68,7 @@ from usenet_indexer.indexing.fragment import (
     fragment_to_dict,
 )
 from usenet_indexer.indexing.indexer import release_key
-from usenet_indexer.indexing.merge import SegmentBlobError, checked_segments, pack_segments
+from usenet_indexer.indexing.merge import SegmentBlobError, checked_segments, column_range, pack_segments
 from usenet_indexer.indexing.naming import clean_name, looks_obfuscated
 
 WIRE_VERSION = 2
@@ -85,6 +94,8 @@ class WireBatch:
     epoch: int
     batch: Batch
     blobs: tuple[bytes, ...]  # batch.fragments[i]'s segment blob, as posted: the catalog may keep it
+    # batch.fragments[i]'s category as the worker found it (None: it sent none), kept with its blob
+    categories: tuple[Category | None, ...] = ()
 
 
 def encode_batch(batch: Batch, range_id: int, epoch: int) -> bytes:
@@ -93,7 +104,10 @@ def encode_batch(batch: Batch, range_id: int, epoch: int) -> bytes:
         if not 0 <= value <= MAX_INT:
             raise BatchError(f"{name} {value} is out of range [0, {MAX_INT}]")
     head = batch_to_dict(replace(batch, fragments=(), candidates=()))
-    head["fragments"] = [_without_files(fragment_to_dict(replace(f, files=()))) for f in batch.fragments]
+    head["fragments"] = [
+        {**_without_files(fragment_to_dict(replace(f, files=()))), "category": category_list(f)}
+        for f in batch.fragments
+    ]
     head["candidates"] = [candidate_to_dict(c) for c in batch.candidates]
     text = json.dumps(
         {"range_id": range_id, "epoch": epoch, "batch": head}, separators=(",", ":"), ensure_ascii=False
@@ -109,6 +123,42 @@ def encode_batch(batch: Batch, range_id: int, epoch: int) -> bytes:
 def _without_files(d: dict[str, Any]) -> dict[str, Any]:
     del d["files"]
     return d
+
+
+def category_list(fragment: ReleaseFragment) -> list[int | str | None]:
+    """The head's ``category`` of ``fragment``: what the coordinator would find for it, named as the
+    coordinator names it (check_authority)."""
+    c = categorize(clean_name(fragment.collection), [f.name for f in fragment.files])
+    return [c.id, c.season, c.episode, c.episode_last, c.year, c.resolution]
+
+
+MAX_RESOLUTION = 16  # "2160p", "1080i", "4K": a resolution is a short tag
+MAX_NUMBER = 2**31 - 1  # the catalog's season, episode and year columns are INTEGER
+
+
+def category_from_list(obj: Any, where: str) -> Category:
+    """A head's ``category``; BatchError when it is not one the coordinator could have found (an id
+    of the newznab tree, numbers that fit the catalog's columns, a short resolution)."""
+    if not isinstance(obj, list) or len(obj) != 6:
+        raise BatchError(f"{where}: expected [id, season, episode, episode_last, year, resolution]")
+    cid, season, episode, episode_last, year, resolution = obj
+    if isinstance(cid, bool) or not isinstance(cid, int) or cid not in NAMES:
+        raise BatchError(f"{where}: {cid!r} is not a category id")
+    for name, value in (
+        ("season", season),
+        ("episode", episode),
+        ("episode_last", episode_last),
+        ("year", year),
+    ):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_NUMBER
+        ):
+            raise BatchError(f"{where}: {name} {value!r} is not an integer in [0, {MAX_NUMBER}]")
+    if resolution is not None and (
+        not isinstance(resolution, str) or not 0 < len(resolution) <= MAX_RESOLUTION
+    ):
+        raise BatchError(f"{where}: resolution {str(resolution)[:32]!r} is not a short tag")
+    return Category(cid, None, season, episode, year, resolution, episode_last)
 
 
 def decode_batch(
@@ -132,6 +182,12 @@ def decode_batch(
     document = _head(budget.inflate(head_bytes, "head", head_cap))
     listed = document["batch"].get("fragments") if isinstance(document["batch"], dict) else None
     count = len(listed) if isinstance(listed, list) else 0
+    categories: list[Category | None] = []
+    for index in range(count):
+        fragment = listed[index] if isinstance(listed, list) else None
+        given = fragment.pop("category", None) if isinstance(fragment, dict) else None
+        where = f"batch.fragments[{index}].category"
+        categories.append(None if given is None else category_from_list(given, where))
     blobs: list[bytes] = []
     files: list[tuple[FileFragment, ...]] = []
     for index in range(count):
@@ -149,7 +205,13 @@ def decode_batch(
         batch = batch_from_dict(document["batch"], files=files)
     except FormatError as error:
         raise BatchError(str(error)) from None
-    return WireBatch(range_id=document["range_id"], epoch=document["epoch"], batch=batch, blobs=tuple(blobs))
+    return WireBatch(
+        range_id=document["range_id"],
+        epoch=document["epoch"],
+        batch=batch,
+        blobs=tuple(blobs),
+        categories=tuple(categories),
+    )
 
 
 def check_authority(batch: Batch, *, group: str, low: int, high: int) -> Batch:
@@ -164,6 +226,12 @@ def check_authority(batch: Batch, *, group: str, low: int, high: int) -> Batch:
       16), and a fragment lists the lease's group among its groups.
     - Every segment, and each release's first and last article, lies within ``low``–``high``.
     - Names are made here from the collection, as the indexer makes them.
+    - A new release's category is the worker's (``WireBatch.categories``, checked to be a category the
+      coordinator could have found: decode_batch), not made again here (issue 17). It is a heuristic of
+      the name and the file names, both of which the node chooses for the articles of its own lease, so
+      a node that may post a release at all can steer its category either way; what it must not do —
+      name another release's key, or claim articles outside its lease — is still checked here. A
+      release merged with one stored already is categorized by the coordinator from the merged files.
     - A probe candidate of a release in the batch names message-ids of that release's own segments (a
       probe fetches them, and renames the release from what they hold). A lane's candidates may name a
       release its window still holds open: the probe checks those against the stored release
@@ -184,10 +252,13 @@ def check_authority(batch: Batch, *, group: str, low: int, high: int) -> Batch:
                 f"{where}: groups {list(fragment.groups)[:8]} do not hold this lease's group {group}"
             )
         for position, file in enumerate(fragment.files):
-            if file.articles and not low <= min(file.articles) <= max(file.articles) <= high:
+            if not file.articles:
+                continue
+            first, last = column_range(file.articles)
+            if not low <= first <= last <= high:
                 raise BatchError(
-                    f"{where}.files[{position}]: articles {min(file.articles)}-{max(file.articles)} are "
-                    f"outside this lease's articles {low}-{high}"
+                    f"{where}.files[{position}]: articles {first}-{last} are outside this lease's "
+                    f"articles {low}-{high}"
                 )
         if not low <= fragment.first_article <= fragment.last_article <= high:
             raise BatchError(

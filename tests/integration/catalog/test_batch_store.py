@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from tests.support.generated import expected_catalog, posting, summary
 from tests.support.store import insert_group
+from tests.unit.indexing.test_wire_batch import assemble, split
 from usenet_indexer.catalog.batch_store import store_batch
 from usenet_indexer.db import Database
-from usenet_indexer.indexing import RangeIndexer, unpack_segments
+from usenet_indexer.indexing import RangeIndexer, categorize, unpack_segments
 from usenet_indexer.indexing.rules import default_rules
 from usenet_indexer.indexing.sample import Posting, chunk_text, overview_line
 from usenet_indexer.wire.batch import decode_batch, encode_batch
@@ -46,7 +47,7 @@ def store(db: Database, body: bytes) -> None:
     wire = decode_batch(body)
     with db.transaction() as tx:
         group_id = int(tx.run("group_by_name", {"name": GROUP})[0]["id"])
-        store_batch(tx, group_id, GROUP, wire.batch, wire.blobs)
+        store_batch(tx, group_id, GROUP, wire.batch, wire.blobs, wire.categories)
 
 
 def add_group(db: Database) -> None:
@@ -64,6 +65,67 @@ def test_a_new_release_keeps_the_posted_blob(db: Database) -> None:
         stored = {r["key"]: bytes(r["segments"]) for r in tx.sql("SELECT key, segments FROM releases")}
     assert stored == posted
     assert catalog(db) == expected_catalog(GROUP, generated)
+
+
+CATEGORY_COLUMNS = "key, name, segments, category, season, episode, episode_last, year, resolution"
+
+
+def categories(db: Database) -> dict[str, tuple[object, ...]]:
+    """Each release's category columns, and the category the coordinator finds for it from its row."""
+    with db.transaction(write=False) as tx:
+        rows = tx.sql(f"SELECT {CATEGORY_COLUMNS} FROM releases")
+    out = {}
+    for row in rows:
+        found = categorize(row["name"], [f.name for f in unpack_segments(bytes(row["segments"]))])
+        stored = tuple(
+            row[c] for c in ("category", "season", "episode", "episode_last", "year", "resolution")
+        )
+        out[row["key"]] = (
+            stored,
+            (found.id, found.season, found.episode, found.episode_last, found.year, found.resolution),
+        )
+    return out
+
+
+def test_a_new_release_is_stored_in_the_category_its_worker_found(db: Database) -> None:
+    """Issue 17: the coordinator takes the category from the batch (wire/batch.py), in one batch or
+    merged over many (then it categorizes the merged release itself): the same as it would find."""
+    for batch_articles in (10**9, 97):
+        bodies, _ = posted_batches(batch_articles)
+        with db.transaction() as tx:
+            tx.sql("DELETE FROM releases")
+            tx.sql("DELETE FROM groups")
+        add_group(db)
+        for body in bodies:
+            store(db, body)
+        both = categories(db)
+        assert both and all(stored == found for stored, found in both.values())
+    # and it is the worker's: a category the coordinator would not find is stored as sent
+    head, blobs = split(posted_batches(10**9)[0][0])
+    for fragment in head["batch"]["fragments"]:
+        fragment["category"] = [7020, None, None, None, 1999, None]
+    with db.transaction() as tx:
+        tx.sql("DELETE FROM releases")
+    store(db, assemble(head, blobs))
+    assert {stored for stored, _ in categories(db).values()} == {(7020, None, None, None, 1999, None)}
+
+
+def test_every_release_a_batch_inserts_is_found_by_its_name(db: Database) -> None:
+    """SQLite indexes new releases for full-text search after inserting them (migration 0012), not by
+    a trigger per row: each is found by the words of its name, once."""
+    from usenet_indexer.catalog.search import Search, SearchQuery
+
+    bodies, _ = posted_batches(batch_articles=97)
+    add_group(db)
+    for body in bodies:
+        store(db, body)
+    with db.transaction(write=False) as tx:
+        rows = tx.sql("SELECT id, name FROM releases WHERE name <> ''")
+    assert len(rows) > 10
+    search = Search(db)
+    for row in rows:
+        hits = [h.guid for h in search.search(SearchQuery(text=str(row["name"]), limit=100)).hits]
+        assert len(hits) == len(set(hits)) >= 1, row["name"]
 
 
 def test_releases_over_many_batches_merge_to_one_runs_catalog(db: Database) -> None:

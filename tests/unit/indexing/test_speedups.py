@@ -675,3 +675,28 @@ def test_segment_blob_refuses_a_name_past_the_limit_and_takes_lists_through_pyth
         "f.rar", 1, 2, int_array([1, 2]), int_array([10, 20]), int_array([5, 6]), b"a@b\nc@d"
     )
     assert segment_blob([listed]) == segment_blob([arrays])
+
+
+@needs_native
+@given(st.lists(st.integers(min_value=-(2**63), max_value=2**63 - 1), min_size=1, max_size=300))
+def test_column_range_native_and_pure_agree(values: list[int]) -> None:
+    """check_authority's articles bounds (issue 17): one C pass, the same as min() and max()."""
+    from usenet_indexer.indexing.merge import column_range
+
+    native = _native.speedups
+    assert native is not None
+    column = int_array(values)
+    assert native.column_range(column) == column_range(values) == (min(values), max(values))  # type: ignore[arg-type]
+    assert column_range(column) == (min(values), max(values))
+
+
+@needs_native
+def test_column_range_refuses_what_is_not_a_column() -> None:
+    native = _native.speedups
+    assert native is not None
+    with pytest.raises(ValueError, match="empty"):
+        native.column_range(int_array())
+    with pytest.raises(TypeError, match="array"):
+        native.column_range(array("i", [1]))  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        native.column_range(b"\0" * 8)  # type: ignore[arg-type]

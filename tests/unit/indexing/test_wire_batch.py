@@ -67,6 +67,50 @@ def test_the_blobs_are_the_catalogs_segment_blobs() -> None:
         assert blob == pack_segments(fragment.files, level=1)
 
 
+def test_each_fragment_carries_the_category_the_coordinator_would_find() -> None:
+    """Issue 17: the worker categorizes, the coordinator stores a new release in that category; what it
+    sends is what the coordinator finds for the release as it names it (check_authority)."""
+    from usenet_indexer.indexing import categorize, clean_name
+
+    wire = decode_batch(encode_batch(BATCH, 12, 3))
+    assert len(wire.categories) == len(BATCH.fragments) > 0
+    for category, fragment in zip(wire.categories, BATCH.fragments, strict=True):
+        found = categorize(clean_name(fragment.collection), [f.name for f in fragment.files])
+        assert category == replace(found, title=None)
+
+
+def test_a_head_without_categories_is_read_and_left_to_the_coordinator() -> None:
+    head, blobs = parts()
+    for fragment in head["batch"]["fragments"]:
+        del fragment["category"]
+    wire = decode_batch(assemble(head, blobs))
+    assert wire.batch == BATCH
+    assert wire.categories == (None,) * len(BATCH.fragments)
+
+
+@pytest.mark.parametrize(
+    ("value", "match"),
+    [
+        ([9999, None, None, None, None, None], "not a category id"),
+        ([True, None, None, None, None, None], "not a category id"),
+        ("5040", "expected \\[id"),
+        ([5040, None, None, None, None], "expected \\[id"),
+        ([5040, -1, None, None, None, None], "season"),
+        ([5040, 1, 2**31, None, None, None], "episode"),
+        ([5040, 1, 2, 1.5, None, None], "episode_last"),
+        ([2040, None, None, None, False, None], "year"),
+        ([2040, None, None, None, 2020, "x" * 17], "resolution"),
+        ([2040, None, None, None, 2020, ""], "resolution"),
+        ([2040, None, None, None, 2020, 1080], "resolution"),
+    ],
+)
+def test_refused_categories(value: Any, match: str) -> None:
+    head, blobs = parts()
+    head["batch"]["fragments"][0]["category"] = value
+    with pytest.raises(BatchError, match=r"fragments\[0\]\.category: .*" + match):
+        decode_batch(assemble(head, blobs))
+
+
 def test_deterministic() -> None:
     assert encode_batch(BATCH, 1, 1) == encode_batch(BATCH, 1, 1)
 

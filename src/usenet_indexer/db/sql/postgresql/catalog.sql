@@ -33,3 +33,10 @@ GROUP BY r.group_id
 
 -- name: release_aliases_by_keys
 SELECT member_key, release_key FROM release_aliases WHERE member_key = ANY(CAST(:keys AS text[]))
+
+-- name: releases_search_mark
+-- Nothing to mark: the full-text vector is a generated column (SQLite indexes after inserting).
+SELECT 0 AS id
+
+-- name: releases_search_index
+SELECT CAST(:after AS bigint) AS indexed

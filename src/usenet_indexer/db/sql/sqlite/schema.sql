@@ -320,8 +320,6 @@ CREATE INDEX releases_category_posted ON releases (category, posted_at);
 
 CREATE TRIGGER releases_fts_delete AFTER DELETE ON releases BEGIN INSERT INTO releases_fts (releases_fts, rowid, search_name) VALUES ('delete', old.id, old.search_name); END;
 
-CREATE TRIGGER releases_fts_insert AFTER INSERT ON releases BEGIN INSERT INTO releases_fts (rowid, search_name) VALUES (new.id, new.search_name); END;
-
 CREATE TRIGGER releases_fts_update AFTER UPDATE OF search_name ON releases BEGIN INSERT INTO releases_fts (releases_fts, rowid, search_name) VALUES ('delete', old.id, old.search_name); INSERT INTO releases_fts (rowid, search_name) VALUES (new.id, new.search_name); END;
 
 CREATE INDEX releases_group_posted ON releases (group_name, posted_at);
