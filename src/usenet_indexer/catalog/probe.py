@@ -28,7 +28,7 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from usenet_indexer.catalog.batch_store import lock_merges, search_name, stored_fragment
+from usenet_indexer.catalog.batch_store import lock_merges, release_row, search_name, stored_fragment
 from usenet_indexer.db import Database
 from usenet_indexer.db.database import Fence
 from usenet_indexer.indexing import pack_segments, unpack_segments
@@ -45,8 +45,11 @@ from usenet_indexer.indexing.bodies import (
     release_name,
     set_renames,
 )
+from usenet_indexer.indexing.bursts import BurstRelease, Head, Piece, Walk, is_burst, pieces, releases
 from usenet_indexer.indexing.categories import categorize
 from usenet_indexer.indexing.fragment import FileFragment
+from usenet_indexer.indexing.grouping import group_key
+from usenet_indexer.indexing.merge import merge
 from usenet_indexer.indexing.par2 import Par2Error, Par2Index, read_par2
 from usenet_indexer.logs import get_logger
 from usenet_indexer.nntp.yenc import YEncError, decode
@@ -150,8 +153,9 @@ class Prober:
             cost.errors.append(error)
             return None
 
-    async def _read(self, key: str, par2_message_id: str, cost: _Cost) -> BodyNames:
-        files = await asyncio.to_thread(self._files_of, key)
+    async def _read(
+        self, key: str, par2_message_id: str, cost: _Cost, files: Sequence[FileFragment]
+    ) -> BodyNames:
         mid = par2_message_id.strip("<>")
         if mid and not any(mid in f.message_id_list() for f in files):
             raise ProbeFailed(f"{mid[:100]!r} is not an article of the release")
@@ -215,7 +219,10 @@ class Prober:
     async def probe(self, key: str, par2_message_id: str) -> ProbeResult:
         cost = _Cost()
         try:
-            found = await self._read(key, par2_message_id, cost)
+            files = await asyncio.to_thread(self._files_of, key)
+            if is_burst(files):
+                return await self._burst(key, files, cost)
+            found = await self._read(key, par2_message_id, cost, files)
         except ProbeFailed as failed:
             return ProbeResult(key, None, str(failed), cost.articles, cost.bytes)
         except Exception as error:  # the news server: missing article, timeouts, dropped connections
@@ -223,6 +230,128 @@ class Prober:
         assert found.name is not None
         renamed = await asyncio.to_thread(self._rename, key, found, cost)
         return ProbeResult(key, found.name, None, cost.articles, cost.bytes, renamed)
+
+    async def _head(self, piece: Piece, cost: _Cost) -> tuple[Head | None, FirstPart | None]:
+        """A burst's article fetched: its yEnc header, and what it says of its file when it is a first
+        part. A missing article or a body that is not yEnc gives no header."""
+        try:
+            body = await self.fetch_body(f"<{piece.message_id}>")
+        except Exception as error:  # the news server: missing article, timeouts, dropped connections
+            cost.errors.append(error)
+            cost.articles += 1
+            return None, None
+        cost.articles += 1
+        cost.bytes += len(body)
+        try:
+            decoded = decode(body)
+        except YEncError:
+            return None, None
+        head = Head(decoded.name, decoded.size, decoded.part, decoded.total, decoded.begin, decoded.end)
+        if not head.first:
+            return head, None
+        return head, first_part(piece.message_id, decoded.data, decoded.name, decoded.size, decoded.begin)
+
+    async def _burst(self, key: str, files: Sequence[FileFragment], cost: _Cost) -> ProbeResult:
+        """A release joined from loose runs: split into files by their first articles' headers and
+        sizes, and into releases by the PAR2 indexes among them (indexing/bursts.py), each named and
+        stored; articles of no release stay in this one, unnamed. The cap: MAX_ARTICLES, and as many
+        again for each PAR2 recovery set found (a burst may hold several releases of its poster)."""
+        items = pieces(files)
+        walk = Walk(items)
+        parts: dict[int, FirstPart] = {}
+        sets: set[bytes] = set()
+        while (index := walk.want()) is not None:
+            head, part = await self._head(items[index], cost)
+            if part is not None:
+                parts[index] = part
+                if part.par2 is not None and part.par2.recovery_set_ids:
+                    sets.add(part.par2.recovery_set_ids[0])
+                    walk.cap = MAX_ARTICLES * (1 + len(sets))
+            walk.give(index, head)
+        by_file = {n: parts[f.pieces[0]] for n, f in enumerate(walk.files) if f.pieces[0] in parts}
+        found = releases(items, walk.files, by_file)
+        if not found:
+            if cost.errors and not parts:
+                error = cost.errors[0]
+                return ProbeResult(key, None, f"{type(error).__name__}: {error}", cost.articles, cost.bytes)
+            return ProbeResult(
+                key,
+                None,
+                f"the burst names nothing: {len(walk.files)} files split from {len(items)} articles "
+                f"({len(walk.unplaced)} unplaced, {cost.articles} fetched), {len(sets)} PAR2 sets",
+                cost.articles,
+                cost.bytes,
+            )
+        # Passworded? Each release's first archive volume, where its first article was read.
+        locked = [password(list(by_file.values()), release.names)[0] for release in found]
+        await asyncio.to_thread(self._split, key, found, locked, cost)
+        names = ", ".join(r.name for r in found)
+        return ProbeResult(key, names, None, cost.articles, cost.bytes, sum(len(r.files) for r in found))
+
+    def _split(
+        self, key: str, found: Sequence[BurstRelease], locked: Sequence[bool | None], cost: _Cost
+    ) -> None:
+        """The burst release replaced by the releases found in it (merged into one of the same key
+        where the burst was cross-posted and its other group's copy was split first); what they do not
+        hold stays under the burst's key, unnamed."""
+        with self.db.transaction(fence=self.fence) as tx:
+            head = tx.one("release_group_by_key", {"key": key})
+            group = None if head is None else tx.one("group_by_name", {"name": str(head["group_name"])})
+            if head is not None and group is not None:
+                lock_merges(tx, int(group["id"]), {str(head["group_name"])})
+            rows = tx.run("releases_by_keys", {"keys": tx.array([key])})
+            if not rows:
+                tx.execute("probe_done", {"key": key, "articles": cost.articles, "bytes": cost.bytes})
+                return
+            burst = stored_fragment(rows[0])
+            group_name = str(rows[0]["group_name"])
+            placed: set[str] = set()
+            for release, state in zip(found, locked, strict=True):
+                mids = [m for f in release.files for m in f.message_id_list()]
+                placed.update(mids)
+                fragment = replace(
+                    burst,
+                    key=group_key(replace(burst, files=release.files)),
+                    name=release.name,
+                    file_total=release.file_total,
+                    first_article=min(a for f in release.files for a in f.articles),
+                    last_article=max(a for f in release.files for a in f.articles),
+                    obfuscated=False,
+                    files=release.files,
+                )
+                held = tx.run("releases_by_keys", {"keys": tx.array([fragment.key])})
+                if held:
+                    merged = merge(stored_fragment(held[0]), replace(fragment, name=str(held[0]["name"])))
+                    tx.execute("release_update", {**release_row(merged, group_name), "id": held[0]["id"]})
+                    files = merged.files
+                else:
+                    tx.execute("release_insert", release_row(fragment, group_name))
+                    files = fragment.files
+                category = categorize(release.name, [f.name for f in files])
+                tx.execute(
+                    "release_probed",
+                    {
+                        "key": fragment.key,
+                        "name": release.name,
+                        "search_name": search_name(release.name),
+                        "source": "par2",
+                        "category": category.id,
+                        "season": category.season,
+                        "episode": category.episode,
+                        "year": category.year,
+                        "resolution": category.resolution,
+                        "segments": pack_segments(files, level=1),
+                        "file_names": None,
+                        "password": state,
+                    },
+                )
+            rest = tuple(f for f in burst.files if f.message_ids.decode() not in placed)
+            if rest:
+                left = replace(burst, files=rest, file_total=len(rest) + 1)
+                tx.execute("release_update", {**release_row(left, group_name), "id": rows[0]["id"]})
+            else:
+                tx.execute("release_delete", {"key": key})
+            tx.execute("probe_done", {"key": key, "articles": cost.articles, "bytes": cost.bytes})
 
     def _cut_off(self, keys: list[str]) -> None:
         """Probes still "working" when their round was cut off: queued again at once, as an attempt

@@ -33,3 +33,6 @@ GROUP BY r.group_id
 
 -- name: release_aliases_by_keys
 SELECT member_key, release_key FROM release_aliases WHERE member_key = ANY(CAST(:keys AS text[]))
+
+-- name: runs_by_keys
+SELECT * FROM loose_runs WHERE key = ANY(CAST(:keys AS text[])) FOR UPDATE

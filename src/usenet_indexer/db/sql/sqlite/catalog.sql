@@ -26,3 +26,6 @@ GROUP BY r.group_id
 
 -- name: release_aliases_by_keys
 SELECT member_key, release_key FROM release_aliases WHERE member_key IN (SELECT value FROM json_each(:keys))
+
+-- name: runs_by_keys
+SELECT * FROM loose_runs WHERE key IN (SELECT value FROM json_each(:keys))

@@ -1,0 +1,347 @@
+"""A burst of loose articles split into files and releases by their bodies (issue 16). Pure.
+
+Under fully random subjects nothing in the overview says which article is which part of which file.
+What does: a file's parts are posted one after the other, all of one size but the last, which is
+shorter (equal :bytes within a file), and the first article of each file starts with a yEnc header
+``=ybegin part=1 total=T … size=S`` and ``=ypart begin=1 end=B``: the file has T parts of B bytes, the
+last of S - (T-1)·B. ``Walk`` reads one first article per file, in article order:
+
+1. the first article not yet placed is fetched; its header says part 1 of T: the file is it and the
+   next T-1 articles, confirmed by their sizes (``fits``: the T-1 first of one size, the last the size
+   the header predicts). Posting over several connections swaps neighbours now and then: the last
+   part may come after the next file's first (the article after the file then fits as its last part,
+   and the one it replaces does not), and part 2 before part 1 (the next article is fetched: part 1
+   of the same file starts it).
+2. an article whose header says a part of a file already placed is a repost, and is left out.
+3. anything else (not yEnc, a part other than 1 or 2, sizes that do not fit) is *unsure*: the article
+   and those after it up to the next shorter one (the unconfirmed file's presumed end) stay unplaced.
+   An unplaced article is never given a name: a burst that does not split cleanly keeps its articles
+   unnamed (issue 16: no wrong name with confidence).
+
+At most ``cap`` articles are fetched; what is past the cap stays unplaced. Then ``releases`` sorts the
+files into releases by the PAR2 indexes among them (found by their magic): a file whose size and
+first 16 KiB hash are a PAR2 entry's is that set's and takes the entry's name; a PAR2 file is its
+recovery set's; a file between two files of one set, in posting order, is that set's (an NFO or SFV
+the PAR2 does not cover), under its yEnc name. A release posted right after another by the same
+poster is told apart by its own PAR2. Files of no set stay unplaced.
+
+Part numbers: each file's articles in posting order, the one that fits the last part's size last.
+Downloaders place each part by its yEnc ``begin=`` offset, so a swap inside a file costs nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from usenet_indexer.indexing.bodies import MAX_ARTICLES, FirstPart, release_name, safe_name
+from usenet_indexer.indexing.fragment import FileFragment, int_array
+from usenet_indexer.indexing.runs import is_article_file
+
+SIZE_SLACK = 2_048  # bytes two parts of one file may differ by: headers (subject, message-id) differ
+SIZE_SHARE = 0.03  # … or this share of a part: yEnc escapes 1-2 % of random bytes, unevenly
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """One loose article of a burst."""
+
+    article: int
+    size: int  # overview :bytes
+    message_id: str
+    subject: str
+
+
+def pieces(files: Sequence[FileFragment]) -> list[Piece]:
+    """A burst release's articles (files ``runs.article_file`` made), in posting (article) order."""
+    out = [
+        Piece(f.articles[0], f.sizes[0], f.message_ids.decode(), f.subject)
+        for f in files
+        if is_article_file(f)
+    ]
+    return sorted(out, key=lambda p: (p.article, p.message_id))
+
+
+def is_burst(files: Sequence[FileFragment]) -> bool:
+    """A release joined from loose runs and not split yet: every file one article."""
+    return bool(files) and all(is_article_file(f) for f in files)
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """A fetched article's yEnc header."""
+
+    name: str
+    size: int  # the whole file's
+    part: int | None  # None: a single-part post
+    total: int | None
+    begin: int | None
+    end: int | None
+
+    @property
+    def parts(self) -> int:
+        return self.total or 1
+
+    @property
+    def first(self) -> bool:
+        return self.part in (None, 1) and self.begin in (None, 1)
+
+
+def _close(a: float, b: float, ref: int) -> bool:
+    return abs(a - b) <= max(SIZE_SLACK, SIZE_SHARE * ref)
+
+
+def last_size(head: Head, full: int) -> float:
+    """The :bytes the last part of ``head``'s file should have, its other parts having ``full``."""
+    if head.total is None or head.total <= 1 or head.begin is None or head.end is None:
+        return float(full)
+    part = head.end - head.begin + 1
+    last = head.size - (head.total - 1) * part
+    if part <= 0 or not 0 < last <= part:
+        return -1.0  # a header that describes no file: nothing fits
+    return full * last / part
+
+
+def fits(sizes: Sequence[int], head: Head) -> bool:
+    """Whether articles of these :bytes, in part order, can be the parts of ``head``'s file."""
+    if len(sizes) != head.parts:
+        return False
+    if len(sizes) == 1:
+        return True
+    full = sizes[0]
+    if not all(_close(s, full, full) for s in sizes[1:-1]):
+        return False
+    return _close(sizes[-1], last_size(head, full), full)
+
+
+@dataclass(frozen=True, slots=True)
+class SplitFile:
+    """A file of the burst: its pieces' indices in part order, and its first article's header."""
+
+    pieces: tuple[int, ...]
+    head: Head
+
+
+@dataclass
+class Walk:
+    """The burst ``items`` split into files, one first article fetched at a time (module docstring):
+    ``want()`` names the piece to fetch next (None: done), ``give()`` hands over its header (None: not
+    yEnc, or not fetched)."""
+
+    items: Sequence[Piece]
+    cap: int = MAX_ARTICLES
+    files: list[SplitFile] = field(default_factory=list)
+    unsure: set[int] = field(default_factory=set)
+    repeats: set[int] = field(default_factory=set)
+    fetched: int = 0
+    _heads: dict[int, Head | None] = field(default_factory=dict)
+    _placed: set[int] = field(default_factory=set)
+    _request: int | None = None
+
+    def _free(self, start: int = 0) -> list[int]:
+        return [i for i in range(start, len(self.items)) if i not in self._placed]
+
+    def want(self) -> int | None:
+        self._advance()
+        if self._request is not None:
+            return self._request if self.fetched < self.cap else None
+        free = self._free()
+        if not free or self.fetched >= self.cap:
+            return None
+        return free[0]
+
+    def give(self, index: int, head: Head | None) -> None:
+        self._heads[index] = head
+        self.fetched += 1
+        if self._request == index:
+            self._request = None
+        self._advance()
+
+    @property
+    def unplaced(self) -> list[int]:
+        """Pieces in no file: unsure, or past the cap."""
+        return [i for i in range(len(self.items)) if i not in self._placed or i in self.unsure]
+
+    def _advance(self) -> None:
+        while self._request is None:
+            free = self._free()
+            if not free or free[0] not in self._heads:
+                return
+            i = free[0]
+            head = self._heads[i]
+            if head is None:
+                self._give_up(i)
+            elif any(f.head.name == head.name and f.head.parts == head.parts for f in self.files):
+                self._placed.add(i)  # a reposted part of a file already placed
+                self.repeats.add(i)
+            elif head.first:
+                if not self._place([i, *free[1:]], head):
+                    self._give_up(i)
+            elif head.part == 2 and len(free) > 1:
+                j = free[1]
+                if j not in self._heads:
+                    self._request = j
+                    return
+                other = self._heads[j]
+                same = other is not None and (other.name, other.parts) == (head.name, head.parts)
+                if not (other is not None and same and other.first and self._place([j, i, *free[2:]], other)):
+                    self._give_up(i)
+            else:
+                self._give_up(i)
+
+    def _place(self, order: list[int], head: Head) -> bool:
+        """The file of ``head`` from the pieces ``order`` (its first article first), if sizes fit."""
+        n = head.parts
+        if len(order) < n:
+            return False
+        chosen = order[:n]
+        sizes = [self.items[k].size for k in chosen]
+        if not fits(sizes, head):
+            # The last part posted after the next file's first: the piece after the file fits as the
+            # last part, and the one it replaces as a full one.
+            if len(order) <= n or n < 2:
+                return False
+            swapped = [*chosen[:-1], order[n]]
+            if not fits([self.items[k].size for k in swapped], head):
+                return False
+            chosen = swapped
+        self.files.append(SplitFile(tuple(chosen), head))
+        self._placed.update(chosen)
+        return True
+
+    def _give_up(self, i: int) -> None:
+        """Piece ``i`` unsure, and the rest of its presumed file: up to the next shorter piece."""
+        self._placed.add(i)
+        self.unsure.add(i)
+        ref = self.items[i].size
+        for k in self._free(i + 1):
+            if k in self._heads:
+                break  # fetched already: a first article of its own, perhaps
+            self._placed.add(k)
+            self.unsure.add(k)
+            if self.items[k].size < ref and not _close(self.items[k].size, ref, ref):
+                break
+
+
+@dataclass(frozen=True, slots=True)
+class BurstRelease:
+    """A release found in a burst: its name, its files and what each is called."""
+
+    name: str
+    files: tuple[FileFragment, ...]
+    file_total: int  # what its PAR2 describes, and the PAR2 files found
+    names: dict[str, str]  # each file's first article (its FirstPart.posted) -> the file's name
+
+
+def _set_of(part: FirstPart) -> bytes | None:
+    if part.par2 is None or not part.par2.recovery_set_ids:
+        return None
+    return part.par2.recovery_set_ids[0]
+
+
+def releases(
+    items: Sequence[Piece], files: Sequence[SplitFile], parts: Mapping[int, FirstPart]
+) -> list[BurstRelease]:
+    """The releases among a burst's split ``files`` (``parts[i]``: file i's first article decoded),
+    each by its PAR2 (module docstring). Files of no release are left out."""
+    indexes: dict[bytes, FirstPart] = {}
+    for part in parts.values():
+        ident = _set_of(part)
+        if ident is not None and part.par2 is not None and part.par2.files:
+            held = indexes.get(ident)
+            if held is None or held.par2 is None or len(part.par2.files) > len(held.par2.files):
+                indexes[ident] = part
+    entries: dict[tuple[int, bytes], tuple[bytes, str]] = {}
+    ambiguous: set[tuple[int, bytes]] = set()
+    for ident, part in sorted(indexes.items()):
+        assert part.par2 is not None
+        for f in part.par2.files:
+            name = safe_name(f.name)
+            if name is None:
+                continue
+            k = (f.size, f.hash_16k)
+            if k in entries and entries[k] != (ident, name):
+                ambiguous.add(k)
+            entries[k] = (ident, name)
+    owner: dict[int, bytes] = {}
+    named: dict[int, str] = {}
+    for i, part in parts.items():
+        ident = _set_of(part)
+        if ident is not None and ident in indexes:
+            owner[i] = ident
+            continue
+        k = (part.size, part.head_md5 or b"")
+        if part.head_md5 is not None and k in entries and k not in ambiguous:
+            owner[i], named[i] = entries[k]
+    # Files between two of one set (posting order) are that set's: an NFO or SFV no PAR2 covers.
+    order = sorted(range(len(files)), key=lambda i: items[files[i].pieces[0]].article)
+    for ident in indexes:
+        mine = [pos for pos, i in enumerate(order) if owner.get(i) == ident]
+        if mine:
+            for pos in range(mine[0], mine[-1] + 1):
+                owner.setdefault(order[pos], ident)
+    out = []
+    for ident, index_part in sorted(indexes.items()):
+        assert index_part.par2 is not None
+        name = release_name([f.name for f in index_part.par2.files])
+        if name is None:
+            continue
+        members = [i for i in order if owner.get(i) == ident]
+        par2_files = [i for i in members if parts[i].par2 is not None]
+        smallest = min(par2_files, key=lambda i: (parts[i].size, i), default=None)
+        volume = 0
+        built = []
+        names: dict[str, str] = {}
+        for i in members:
+            if i in named:
+                file_name = named[i]
+            elif i == smallest:
+                file_name = f"{name}.par2"
+            elif i in par2_files:
+                file_name = f"{name}.vol{volume:02d}.par2"
+                volume += 1
+            else:
+                yenc = safe_name(parts[i].yenc_name)
+                file_name = yenc if yenc is not None else items[files[i].pieces[0]].message_id
+            built.append(_file(items, files[i], file_name))
+            names[parts[i].posted] = file_name
+        if len({f.name for f in built}) != len(built):
+            continue  # two files under one name would merge as one: no release rather than a wrong one
+        described = len({(f.size, f.hash_16k) for f in index_part.par2.files})
+        out.append(
+            BurstRelease(
+                name=name,
+                files=tuple(sorted(built, key=lambda f: (f.name, f.parts_total))),
+                file_total=max(len(built), described + len(par2_files)),
+                names=names,
+            )
+        )
+    return out
+
+
+def _file(items: Sequence[Piece], split: SplitFile, name: str) -> FileFragment:
+    chosen = [items[k] for k in split.pieces]
+    return FileFragment(
+        name=name,
+        index=0,
+        parts_total=split.head.parts,
+        parts=int_array(range(1, len(chosen) + 1)),
+        sizes=int_array(p.size for p in chosen),
+        articles=int_array(p.article for p in chosen),
+        message_ids="\n".join(p.message_id for p in chosen).encode(),
+        subject=chosen[0].subject,
+    )
+
+
+__all__ = [
+    "BurstRelease",
+    "Head",
+    "Piece",
+    "SplitFile",
+    "Walk",
+    "fits",
+    "is_burst",
+    "last_size",
+    "pieces",
+    "releases",
+]
