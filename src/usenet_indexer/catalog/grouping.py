@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from usenet_indexer.catalog.batch_store import lock_merges, release_row, stored_fragment, stored_run
 from usenet_indexer.db import Database, Row, Tx
 from usenet_indexer.db.database import Fence
+from usenet_indexer.indexing.bursts import is_burst
 from usenet_indexer.indexing.fragment import ReleaseFragment
 from usenet_indexer.indexing.grouping import (
     GAP_ARTICLES,
@@ -257,6 +258,8 @@ class Grouper:
             known = {mid for f in stored.files for mid in f.message_id_list()}
             extra = tuple(f for f in release.files if f.message_ids.decode() not in known)
             merged = merge(stored, replace(release, files=extra, name=stored.name, file_total=0))
+            if is_burst(merged.files):  # not split yet: still never complete (join_runs)
+                merged = replace(merged, file_total=len(merged.files) + 1, obfuscated=True)
             tx.execute("release_update", {**release_row(merged, group_name), "id": held[0]["id"]})
         else:
             tx.execute("release_insert", release_row(release, group_name))

@@ -24,6 +24,7 @@ release's own (issue 15).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -33,6 +34,7 @@ from usenet_indexer.db import Database
 from usenet_indexer.db.database import Fence
 from usenet_indexer.indexing import pack_segments, unpack_segments
 from usenet_indexer.indexing.bodies import (
+    HASH_BYTES,
     MAX_ARTICLES,
     BodyNames,
     FirstPart,
@@ -45,14 +47,23 @@ from usenet_indexer.indexing.bodies import (
     release_name,
     set_renames,
 )
-from usenet_indexer.indexing.bursts import BurstRelease, Head, Piece, Walk, is_burst, pieces, releases
+from usenet_indexer.indexing.bursts import (
+    BurstRelease,
+    Head,
+    Piece,
+    SplitFile,
+    Walk,
+    is_burst,
+    pieces,
+    releases,
+    split_key,
+)
 from usenet_indexer.indexing.categories import categorize
 from usenet_indexer.indexing.fragment import FileFragment
-from usenet_indexer.indexing.grouping import group_key
 from usenet_indexer.indexing.merge import merge
 from usenet_indexer.indexing.par2 import Par2Error, Par2Index, read_par2
 from usenet_indexer.logs import get_logger
-from usenet_indexer.nntp.yenc import YEncError, decode
+from usenet_indexer.nntp.yenc import YEncDecoded, YEncError, decode
 
 log = get_logger(__name__)
 
@@ -231,25 +242,20 @@ class Prober:
         renamed = await asyncio.to_thread(self._rename, key, found, cost)
         return ProbeResult(key, found.name, None, cost.articles, cost.bytes, renamed)
 
-    async def _head(self, piece: Piece, cost: _Cost) -> tuple[Head | None, FirstPart | None]:
-        """A burst's article fetched: its yEnc header, and what it says of its file when it is a first
-        part. A missing article or a body that is not yEnc gives no header."""
+    async def _yenc(self, piece: Piece, cost: _Cost) -> YEncDecoded | None:
+        """A burst's article fetched and decoded; None when missing or not yEnc (counted all the same)."""
         try:
             body = await self.fetch_body(f"<{piece.message_id}>")
         except Exception as error:  # the news server: missing article, timeouts, dropped connections
             cost.errors.append(error)
             cost.articles += 1
-            return None, None
+            return None
         cost.articles += 1
         cost.bytes += len(body)
         try:
-            decoded = decode(body)
+            return decode(body)
         except YEncError:
-            return None, None
-        head = Head(decoded.name, decoded.size, decoded.part, decoded.total, decoded.begin, decoded.end)
-        if not head.first:
-            return head, None
-        return head, first_part(piece.message_id, decoded.data, decoded.name, decoded.size, decoded.begin)
+            return None
 
     async def _burst(self, key: str, files: Sequence[FileFragment], cost: _Cost) -> ProbeResult:
         """A release joined from loose runs: split into files by their first articles' headers and
@@ -259,15 +265,36 @@ class Prober:
         items = pieces(files)
         walk = Walk(items)
         parts: dict[int, FirstPart] = {}
+        heads: dict[int, bytes] = {}  # a first part's first HASH_BYTES, for files whose part is shorter
         sets: set[bytes] = set()
         while (index := walk.want()) is not None:
-            head, part = await self._head(items[index], cost)
-            if part is not None:
+            decoded = await self._yenc(items[index], cost)
+            head = None
+            if decoded is not None:
+                head = Head(
+                    decoded.name, decoded.size, decoded.part, decoded.total, decoded.begin, decoded.end
+                )
+            if decoded is not None and head is not None and head.first:
+                part = first_part(
+                    items[index].message_id, decoded.data, decoded.name, decoded.size, decoded.begin
+                )
                 parts[index] = part
+                heads[index] = decoded.data[:HASH_BYTES]
                 if part.par2 is not None and part.par2.recovery_set_ids:
                     sets.add(part.par2.recovery_set_ids[0])
                     walk.cap = MAX_ARTICLES * (1 + len(sets))
             walk.give(index, head)
+        for split in walk.files:
+            first = parts.get(split.pieces[0])
+            if (
+                first is not None
+                and first.head_md5 is None
+                and first.par2 is None
+                and cost.articles < walk.cap
+            ):
+                parts[split.pieces[0]] = await self._hashed(
+                    items, split, first, heads[split.pieces[0]], cost, walk.cap
+                )
         by_file = {n: parts[f.pieces[0]] for n, f in enumerate(walk.files) if f.pieces[0] in parts}
         found = releases(items, walk.files, by_file)
         if not found:
@@ -287,6 +314,24 @@ class Prober:
         await asyncio.to_thread(self._split, key, found, locked, cost)
         names = ", ".join(r.name for r in found)
         return ProbeResult(key, names, None, cost.articles, cost.bytes, sum(len(r.files) for r in found))
+
+    async def _hashed(
+        self, items: Sequence[Piece], split: SplitFile, part: FirstPart, data: bytes, cost: _Cost, cap: int
+    ) -> FirstPart:
+        """``part`` with the MD5 of its file's first 16 KiB, read from the file's next parts where its
+        first is shorter (the PAR2 match needs it: a size alone is never taken for a name)."""
+        want = min(HASH_BYTES, part.size)
+        buffer = bytearray(data)
+        for k in split.pieces[1:]:
+            if len(buffer) >= want or cost.articles >= cap:
+                break
+            decoded = await self._yenc(items[k], cost)
+            if decoded is None or decoded.begin != len(buffer) + 1:
+                break  # missing, or not the next bytes (a swap): no hash rather than a wrong one
+            buffer += decoded.data[: want - len(buffer)]
+        if len(buffer) < want:
+            return part
+        return replace(part, head_md5=hashlib.md5(bytes(buffer[:want]), usedforsecurity=False).digest())
 
     def _split(
         self, key: str, found: Sequence[BurstRelease], locked: Sequence[bool | None], cost: _Cost
@@ -311,7 +356,7 @@ class Prober:
                 placed.update(mids)
                 fragment = replace(
                     burst,
-                    key=group_key(replace(burst, files=release.files)),
+                    key=split_key(release.files),
                     name=release.name,
                     file_total=release.file_total,
                     first_article=min(a for f in release.files for a in f.articles),

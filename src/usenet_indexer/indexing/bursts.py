@@ -31,6 +31,7 @@ Downloaders place each part by its yEnc ``begin=`` offset, so a swap inside a fi
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -175,7 +176,10 @@ class Walk:
                 self._placed.add(i)  # a reposted part of a file already placed
                 self.repeats.add(i)
             elif head.first:
-                if not self._place([i, *free[1:]], head):
+                placed = self._place([i, *free[1:]], head)
+                if placed is None:
+                    return
+                if not placed:
                     self._give_up(i)
             elif head.part == 2 and len(free) > 1:
                 j = free[1]
@@ -183,31 +187,50 @@ class Walk:
                     self._request = j
                     return
                 other = self._heads[j]
-                same = other is not None and (other.name, other.parts) == (head.name, head.parts)
-                if not (other is not None and same and other.first and self._place([j, i, *free[2:]], other)):
+                if other is None or (other.name, other.parts) != (head.name, head.parts) or not other.first:
+                    self._give_up(i)
+                    continue
+                placed = self._place([j, i, *free[2:]], other)
+                if placed is None:
+                    return
+                if not placed:
                     self._give_up(i)
             else:
                 self._give_up(i)
 
-    def _place(self, order: list[int], head: Head) -> bool:
-        """The file of ``head`` from the pieces ``order`` (its first article first), if sizes fit."""
+    def _place(self, order: list[int], head: Head) -> bool | None:
+        """The file of ``head`` from the pieces ``order`` (its first article first), if sizes fit;
+        None when a piece's header must be read first (``_request``)."""
         n = head.parts
         if len(order) < n:
             return False
         chosen = order[:n]
-        sizes = [self.items[k].size for k in chosen]
-        if not fits(sizes, head):
-            # The last part posted after the next file's first: the piece after the file fits as the
-            # last part, and the one it replaces as a full one.
-            if len(order) <= n or n < 2:
-                return False
-            swapped = [*chosen[:-1], order[n]]
-            if not fits([self.items[k].size for k in swapped], head):
-                return False
-            chosen = swapped
+        if n < 2:
+            self._keep(chosen, head)
+            return True
+        plain = fits([self.items[k].size for k in chosen], head)
+        # The last part posted after the next file's first: the piece after the file fits as the
+        # last part, and the one it replaces as a full one.
+        swapped = [*chosen[:-1], order[n]] if len(order) > n else None
+        swap = swapped is not None and fits([self.items[k].size for k in swapped], head)
+        if plain and swap:
+            # Either piece fits as the last part (a small file after it of the last part's size): its
+            # header says which.
+            last = chosen[-1]
+            if last not in self._heads:
+                self._request = last
+                return None
+            said = self._heads[last]
+            plain = said is not None and (said.name, said.parts, said.part) == (head.name, head.parts, n)
+            swap = not plain
+        if not plain and not swap:
+            return False
+        self._keep(chosen if plain else (swapped or chosen), head)
+        return True
+
+    def _keep(self, chosen: list[int], head: Head) -> None:
         self.files.append(SplitFile(tuple(chosen), head))
         self._placed.update(chosen)
-        return True
 
     def _give_up(self, i: int) -> None:
         """Piece ``i`` unsure, and the rest of its presumed file: up to the next shorter piece."""
@@ -319,6 +342,14 @@ def releases(
     return out
 
 
+def split_key(files: Sequence[FileFragment]) -> str:
+    """A release found in a burst: keyed by the smallest message-id of its segments, as a joined
+    release is (grouping.group_key), so that the same release split from a cross-post's copy in another
+    group meets it; prefixed apart from the burst's own key, which the same message-id may make."""
+    smallest = min((mid for f in files for mid in f.message_id_list()), default="")
+    return hashlib.blake2b(("split\0" + smallest).encode(), digest_size=16).hexdigest()
+
+
 def _file(items: Sequence[Piece], split: SplitFile, name: str) -> FileFragment:
     chosen = [items[k] for k in split.pieces]
     return FileFragment(
@@ -344,4 +375,5 @@ __all__ = [
     "last_size",
     "pieces",
     "releases",
+    "split_key",
 ]

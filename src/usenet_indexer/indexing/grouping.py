@@ -182,14 +182,17 @@ def join_runs(runs: Sequence[ReleaseFragment]) -> ReleaseFragment:
     """A burst of loose runs (indexing/runs.py) as one release to probe, under its ``group_key``.
 
     Its files are still one per article; the probe splits them into files and releases by their
-    bodies (indexing/bursts.py). Until then it is named by the subject of its first article (random, so
-    ``obfuscated``), and its file total is one more than the files it holds: the files it will have are
-    not known, so it is never taken for complete (a downloader would get each part as a file)."""
+    bodies (indexing/bursts.py). Until then it is named by its key (hex: ``obfuscated``, whatever
+    merging recomputes; a random subject of 24 letters and digits did not always look obfuscated), and
+    its file total is one more than the files it holds: the files it will have are not known, so it is never taken for complete (a downloader would get each part as a file)."""
     joined = join(runs)
-    first = min((f for f in joined.files if f.articles), key=lambda f: f.articles[0], default=None)
-    name = first.subject if first is not None and first.subject else joined.key
     return replace(
-        joined, name=name, obfuscated=True, file_total=len(joined.files) + 1, collection="", request_id=None
+        joined,
+        name=joined.key,
+        obfuscated=True,
+        file_total=len(joined.files) + 1,
+        collection="",
+        request_id=None,
     )
 
 
