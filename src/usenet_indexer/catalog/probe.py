@@ -109,6 +109,18 @@ class _Cost:
     errors: list[Exception] = field(default_factory=list)  # fetches that failed (a missing article)
 
 
+def _prefix(held: dict[int, bytes]) -> bytes:
+    """The file's bytes from its start, as far as the parts in ``held`` (by begin offset) join up."""
+    out = bytearray()
+    while len(out) + 1 in held and held[len(out) + 1]:
+        out += held[len(out) + 1]
+    return bytes(out)
+
+
+def _contiguous(held: dict[int, bytes]) -> int:
+    return len(_prefix(held))
+
+
 class Prober:
     """Takes queued releases, fetches what names them through ``fetch_body`` (the NNTP pool's BODY),
     renames them; failures are retried up to MAX_ATTEMPTS, then kept with the reason."""
@@ -311,7 +323,10 @@ class Prober:
             )
         # Passworded? Each release's first archive volume, where its first article was read.
         locked = [password(list(by_file.values()), release.names)[0] for release in found]
-        await asyncio.to_thread(self._split, key, found, locked, cost)
+        # A part posted again (its header names a file already split, at a part it has) is dropped:
+        # the file has that part, and a file holds one segment a part.
+        reposted = {items[i].message_id for i in walk.repeats}
+        await asyncio.to_thread(self._split, key, found, locked, reposted, cost)
         names = ", ".join(r.name for r in found)
         return ProbeResult(key, names, None, cost.articles, cost.bytes, sum(len(r.files) for r in found))
 
@@ -321,20 +336,25 @@ class Prober:
         """``part`` with the MD5 of its file's first 16 KiB, read from the file's next parts where its
         first is shorter (the PAR2 match needs it: a size alone is never taken for a name)."""
         want = min(HASH_BYTES, part.size)
-        buffer = bytearray(data)
+        held = {1: data}  # begin= offset -> the part's bytes; placed by offset, whatever the order posted
         for k in split.pieces[1:]:
-            if len(buffer) >= want or cost.articles >= cap:
+            if _contiguous(held) >= want or cost.articles >= cap:
                 break
             decoded = await self._yenc(items[k], cost)
-            if decoded is None or decoded.begin != len(buffer) + 1:
-                break  # missing, or not the next bytes (a swap): no hash rather than a wrong one
-            buffer += decoded.data[: want - len(buffer)]
-        if len(buffer) < want:
-            return part
-        return replace(part, head_md5=hashlib.md5(bytes(buffer[:want]), usedforsecurity=False).digest())
+            if decoded is not None and decoded.begin is not None and decoded.begin <= want:
+                held[decoded.begin] = decoded.data
+        joined = _prefix(held)
+        if len(joined) < want:
+            return part  # a part missing: no hash rather than a wrong one
+        return replace(part, head_md5=hashlib.md5(joined[:want], usedforsecurity=False).digest())
 
     def _split(
-        self, key: str, found: Sequence[BurstRelease], locked: Sequence[bool | None], cost: _Cost
+        self,
+        key: str,
+        found: Sequence[BurstRelease],
+        locked: Sequence[bool | None],
+        reposted: set[str],
+        cost: _Cost,
     ) -> None:
         """The burst release replaced by the releases found in it (merged into one of the same key
         where the burst was cross-posted and its other group's copy was split first); what they do not
@@ -350,7 +370,7 @@ class Prober:
                 return
             burst = stored_fragment(rows[0])
             group_name = str(rows[0]["group_name"])
-            placed: set[str] = set()
+            placed: set[str] = set(reposted)
             for release, state in zip(found, locked, strict=True):
                 mids = [m for f in release.files for m in f.message_id_list()]
                 placed.update(mids)

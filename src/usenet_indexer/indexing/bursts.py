@@ -103,16 +103,30 @@ def last_size(head: Head, full: int) -> float:
     return full * last / part
 
 
-def fits(sizes: Sequence[int], head: Head) -> bool:
-    """Whether articles of these :bytes, in part order, can be the parts of ``head``'s file."""
+def arrange(sizes: Sequence[int], head: Head) -> list[int] | None:
+    """The order (positions in ``sizes``, the first article's first) in which articles of these
+    :bytes can be the parts of ``head``'s file: all but one of the first one's size, and that one the
+    size the last part must have, put last. None when they cannot."""
     if len(sizes) != head.parts:
-        return False
+        return None
     if len(sizes) == 1:
-        return True
+        return [0]
     full = sizes[0]
-    if not all(_close(s, full, full) for s in sizes[1:-1]):
-        return False
-    return _close(sizes[-1], last_size(head, full), full)
+    expected = last_size(head, full)
+    # The last part: the one nearest the expected size among those that fit it; the latest of equals.
+    fitting = [k for k in range(1, len(sizes)) if _close(sizes[k], expected, full)]
+    if not fitting:
+        return None
+    last = min(reversed(fitting), key=lambda k: abs(sizes[k] - expected))
+    rest = [k for k in range(len(sizes)) if k != last]
+    if not all(_close(sizes[k], full, full) for k in rest):
+        return None
+    return [*rest, last]
+
+
+def fits(sizes: Sequence[int], head: Head) -> bool:
+    """Whether articles of these :bytes, in any order, can be the parts of ``head``'s file."""
+    return arrange(sizes, head) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,24 +222,28 @@ class Walk:
         if n < 2:
             self._keep(chosen, head)
             return True
-        plain = fits([self.items[k].size for k in chosen], head)
+        plain = arrange([self.items[k].size for k in chosen], head)
         # The last part posted after the next file's first: the piece after the file fits as the
-        # last part, and the one it replaces as a full one.
-        swapped = [*chosen[:-1], order[n]] if len(order) > n else None
-        swap = swapped is not None and fits([self.items[k].size for k in swapped], head)
-        if plain and swap:
-            # Either piece fits as the last part (a small file after it of the last part's size): its
-            # header says which.
+        # last part, and the one it replaces is the next file's.
+        swapped = [*chosen[:-1], order[n]] if len(order) > n else []
+        swap = arrange([self.items[k].size for k in swapped], head) if swapped else None
+        if plain is not None and swap is not None and plain != swap:
+            # Either piece fits (a small file after it of the last part's size): its header says which.
             last = chosen[-1]
             if last not in self._heads:
                 self._request = last
                 return None
             said = self._heads[last]
-            plain = said is not None and (said.name, said.parts, said.part) == (head.name, head.parts, n)
-            swap = not plain
-        if not plain and not swap:
+            if said is not None and (said.name, said.parts) == (head.name, head.parts):
+                swap = None
+            else:
+                plain = None
+        if plain is not None:
+            self._keep([chosen[k] for k in plain], head)
+        elif swap is not None:
+            self._keep([swapped[k] for k in swap], head)
+        else:
             return False
-        self._keep(chosen if plain else (swapped or chosen), head)
         return True
 
     def _keep(self, chosen: list[int], head: Head) -> None:
@@ -311,7 +329,9 @@ def releases(
             continue
         members = [i for i in order if owner.get(i) == ident]
         par2_files = [i for i in members if parts[i].par2 is not None]
-        smallest = min(par2_files, key=lambda i: (parts[i].size, i), default=None)
+        # The index: a PAR2 file of one part (volumes, with their recovery slices, are larger).
+        single = [i for i in par2_files if files[i].head.parts == 1]
+        smallest = min(single, key=lambda i: (parts[i].size, i), default=None)
         volume = 0
         built = []
         names: dict[str, str] = {}
@@ -370,6 +390,7 @@ __all__ = [
     "Piece",
     "SplitFile",
     "Walk",
+    "arrange",
     "fits",
     "is_burst",
     "last_size",

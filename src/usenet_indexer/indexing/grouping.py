@@ -184,7 +184,8 @@ def join_runs(runs: Sequence[ReleaseFragment]) -> ReleaseFragment:
     Its files are still one per article; the probe splits them into files and releases by their
     bodies (indexing/bursts.py). Until then it is named by its key (hex: ``obfuscated``, whatever
     merging recomputes; a random subject of 24 letters and digits did not always look obfuscated), and
-    its file total is one more than the files it holds: the files it will have are not known, so it is never taken for complete (a downloader would get each part as a file)."""
+    its file total is one more than the files it holds: the files it will have are not known, so it is
+    never taken for complete (a downloader would get each part as a file)."""
     joined = join(runs)
     return replace(
         joined,
