@@ -36,6 +36,12 @@ a cross-post was a release per group, and a result per group in every search): a
 from two groups, by two workers, gives fragments of one key, which the coordinator merges into one
 release listing every group, each part once (merge keeps one segment per part: the same article's
 message-id, whichever group's number came with it).
+
+Loose lines. A well-formed line no rule reads is counted as ``unmatched``; one of at least
+``runs.LOOSE_MIN_BYTES`` is kept too (``_loose_line``, on the path every such line takes: its subject is
+read once, finds nothing, and never enters the fast loops' dicts), and ``take()`` folds them into runs
+by poster and block of article numbers (runs.py; issue 16: fully random subjects, whose articles were
+dropped here before).
 """
 
 from __future__ import annotations
