@@ -296,17 +296,24 @@ class Prober:
                     sets.add(part.par2.recovery_set_ids[0])
                     walk.cap = MAX_ARTICLES * (1 + len(sets))
             walk.give(index, head)
-        for split in walk.files:
-            first = parts.get(split.pieces[0])
-            if (
-                first is not None
-                and first.head_md5 is None
-                and first.par2 is None
-                and cost.articles < walk.cap
-            ):
-                parts[split.pieces[0]] = await self._hashed(
-                    items, split, first, heads[split.pieces[0]], cost, walk.cap
-                )
+        # Files whose first part is shorter than 16 KiB, hashed over their next parts: several at once.
+        limit = asyncio.Semaphore(FETCHES_AT_ONCE)
+
+        async def hashed(split: SplitFile, first: FirstPart) -> None:
+            async with limit:
+                if cost.articles < walk.cap:
+                    parts[split.pieces[0]] = await self._hashed(
+                        items, split, first, heads[split.pieces[0]], cost, walk.cap
+                    )
+
+        short = [
+            (split, first)
+            for split in walk.files
+            if (first := parts.get(split.pieces[0])) is not None
+            and first.head_md5 is None
+            and first.par2 is None
+        ]
+        await asyncio.gather(*(hashed(split, first) for split, first in short))
         by_file = {n: parts[f.pieces[0]] for n, f in enumerate(walk.files) if f.pieces[0] in parts}
         found = releases(items, walk.files, by_file)
         if not found:
