@@ -251,19 +251,24 @@ class Grouper:
 
     def _store_burst(self, tx: Tx, release: ReleaseFragment, runs: tuple[str, ...], group_name: str) -> None:
         held = tx.run("releases_by_keys", {"keys": tx.array([release.key])})
+        grown = True
         if held:
-            # The same burst joined from another group it was cross-posted to: only the articles the
-            # release lacks are added (the probe may have made files of the ones it has).
+            # The same burst joined from another group it was cross-posted to, or what a probe left of it
+            # (its articles no release holds): only the articles it lacks are added, and it is probed
+            # again if there are any (the releases split from it before merge what the probe finds
+            # again; a probe queued "done" would leave the burst's articles unnamed for good: test_run).
             stored = stored_fragment(held[0])
             known = {mid for f in stored.files for mid in f.message_id_list()}
             extra = tuple(f for f in release.files if f.message_ids.decode() not in known)
+            grown = bool(extra)
             merged = merge(stored, replace(release, files=extra, name=stored.name, file_total=0))
             if is_burst(merged.files):  # not split yet: still never complete (join_runs)
                 merged = replace(merged, file_total=len(merged.files) + 1, obfuscated=True)
             tx.execute("release_update", {**release_row(merged, group_name), "id": held[0]["id"]})
         else:
             tx.execute("release_insert", release_row(release, group_name))
-            tx.execute("probe_enqueue", {"key": release.key, "par2_message_id": "", "nfo_message_id": None})
+        if grown:
+            tx.execute("probe_again", {"key": release.key})
         for key in runs:
             tx.execute("release_alias_insert", {"member_key": key, "release_key": release.key})
             tx.execute("run_delete", {"key": key})

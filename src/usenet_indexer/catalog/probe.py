@@ -333,7 +333,8 @@ class Prober:
         # A part posted again (its header names a file already split, at a part it has) is dropped:
         # the file has that part, and a file holds one segment a part.
         reposted = {items[i].message_id for i in walk.repeats}
-        await asyncio.to_thread(self._split, key, found, locked, reposted, cost)
+        seen = {p.message_id for p in items}
+        await asyncio.to_thread(self._split, key, found, locked, reposted, seen, cost)
         names = ", ".join(r.name for r in found)
         return ProbeResult(key, names, None, cost.articles, cost.bytes, sum(len(r.files) for r in found))
 
@@ -361,6 +362,7 @@ class Prober:
         found: Sequence[BurstRelease],
         locked: Sequence[bool | None],
         reposted: set[str],
+        seen: set[str],
         cost: _Cost,
     ) -> None:
         """The burst release replaced by the releases found in it (merged into one of the same key
@@ -424,6 +426,10 @@ class Prober:
             else:
                 tx.execute("release_delete", {"key": key})
             tx.execute("probe_done", {"key": key, "articles": cost.articles, "bytes": cost.bytes})
+            if any(f.message_ids.decode() not in seen for f in rest):
+                # Articles joined into the burst while this probe read it (a cross-post's copy from
+                # another group): probed again, with them.
+                tx.execute("probe_again", {"key": key})
 
     def _cut_off(self, keys: list[str]) -> None:
         """Probes still "working" when their round was cut off: queued again at once, as an attempt
