@@ -9,10 +9,11 @@ last of S - (T-1)·B. ``Walk`` reads one first article per file, in article orde
 1. the first article not yet placed is fetched; its header says part 1 of T: the file is it and the
    next T-1 articles, confirmed by their sizes (``arrange``: all of one size but the last, which has
    the size the header predicts). Posting over several connections swaps neighbours now and then: the
-   last part may come before the one before it, or after the next file's first; part 2 before part 1
-   (the next article is fetched: part 1 of the same file starts it); the last part of a file before
-   after this one's first (skipped). Where the pieces fit out of posting order, or fit two ways, the
-   header of the piece taken as the last part must say so (one more article fetched).
+   last part may come before the one before it, or after the next file's first; part 1 after part 2
+   or 3 (the next ``LOOKAHEAD`` articles are fetched until part 1 of the same file comes); the last
+   part of a file before after this one's first (skipped). Where the pieces fit out of posting order,
+   or fit two ways, or a piece of about the last part's size follows, headers decide: the piece taken
+   as the last part must say it is, and pieces left out or posted after it whose they are.
 2. an article whose header says a part of a file already placed is a repost, and is left out.
 3. anything else (not yEnc, a part other than 1 or 2, sizes that do not fit) is *unsure*: the article
    and those after it up to the next shorter one (the unconfirmed file's presumed end) stay unplaced.
@@ -40,6 +41,7 @@ from usenet_indexer.indexing.bodies import MAX_ARTICLES, FirstPart, release_name
 from usenet_indexer.indexing.fragment import FileFragment, int_array
 from usenet_indexer.indexing.runs import is_article_file
 
+LOOKAHEAD = 2  # how far after a file's part 2 or 3 its part 1 is looked for
 SIZE_SLACK = 2_048  # bytes two parts of one file may differ by: headers (subject, message-id) differ
 # … or this share of a part. yEnc costs a part ~3 % (CRLF every 128 bytes, ~1.6 % of random bytes
 # escaped), and that share barely varies between parts of a file (by ~100 bytes in 400 KB).
@@ -158,6 +160,9 @@ class Walk:
     _heads: dict[int, Head | None] = field(default_factory=dict)
     _placed: set[int] = field(default_factory=set)
     _request: int | None = None
+    # Free pieces near a file given up: one of them may be its part, carried further than its sizes
+    # told. A file that takes one must read its header.
+    _suspect: set[int] = field(default_factory=set)
 
     def _free(self, start: int = 0) -> list[int]:
         return [i for i in range(start, len(self.items)) if i not in self._placed]
@@ -201,22 +206,31 @@ class Walk:
                     return
                 if not placed:
                     self._give_up(i, head)
-            elif head.part == 2 and len(free) > 1:
-                j = free[1]
-                if j not in self._heads:
-                    self._request = j
-                    return
-                other = self._heads[j]
-                if other is None or (other.name, other.parts) != (head.name, head.parts) or not other.first:
+            elif head.part is not None and 2 <= head.part <= LOOKAHEAD + 1 and len(free) > 1:
+                # Part 1 posted a place or two later: the next pieces are read until it comes.
+                first = None
+                for j in free[1 : 1 + LOOKAHEAD]:
+                    if j not in self._heads:
+                        self._request = j
+                        return
+                    other = self._heads[j]
+                    if self._ours(other, head) and other is not None and other.first:
+                        first = (j, other)
+                        break
+                if first is None:
                     self._give_up(i)
                     continue
-                placed = self._place([j, i, *free[2:]], other)
+                j, other = first
+                placed = self._place([j, *(k for k in free if k != j)], other)
                 if placed is None:
                     return
                 if not placed:
-                    self._placed.add(i)
-                    self.unsure.add(i)
-                    self._give_up(j, other, seen=2)
+                    ours = [
+                        k for k in free[: LOOKAHEAD + 1] if k != j and self._ours(self._heads.get(k), head)
+                    ]
+                    self._placed.update(ours)
+                    self.unsure.update(ours)
+                    self._give_up(j, other, seen=1 + len(ours))
             else:
                 self._give_up(i)
 
@@ -224,8 +238,8 @@ class Walk:
         """The file of ``head`` from the pieces ``order`` (its first article first), if sizes fit;
         None when a piece's header must be read first (``_request``)."""
         n = head.parts
-        if len(order) < n:
-            return False
+        if len(order) < n or any(self._ours(self._heads.get(k), head) for k in self.unsure):
+            return False  # too few pieces left, or one of its own given up: never whole
         chosen = order[:n]
         if n < 2:
             self._keep(chosen, head)
@@ -253,7 +267,25 @@ class Walk:
         # posted around it): sizes alone do not say which.
         expected = last_size(head, self.items[chosen[0]].size)
         rival = any(_close(self.items[k].size, expected, expected) for k in order[n : n + 2])
-        if plain == chosen and swap is None and not rival:
+        full = self.items[chosen[0]].size
+        if plain == chosen and swap is None and not rival and _close(expected, full, full):
+            # A last part of about a full part's size: sizes do not say where the file ends, headers
+            # do: the window's last piece is this file's, the piece after it another's.
+            edge = [chosen[-1], *order[n : n + 1]]
+            for k in edge:
+                if k not in self._heads:
+                    self._request = k
+                    return None
+            inside = self._suspect.intersection(plain[1:-1])
+            if (
+                self._ours(self._heads[chosen[-1]], head)
+                and not any(self._ours(self._heads[k], head) for k in edge[1:])
+                and all(self._ours(self._heads.get(k), head) for k in inside)
+            ):
+                self._keep(plain, head)
+                return True
+            return False
+        if plain == chosen and swap is None and not rival and not self._suspect.intersection(plain):
             self._keep(plain, head)  # in posting order, and nothing else fits: sizes confirm it
             return True
         # Out of posting order, or two ways to fit: headers decide. The piece taken as the last part
@@ -270,6 +302,7 @@ class Walk:
             # Pieces posted after the one taken as last: a swap inside the file, or the next file's
             # first after a part never posted. Their headers say which.
             after = [k for k in candidate[:-1] if self.items[k].article > self.items[candidate[-1]].article]
+            after += [k for k in candidate[1:-1] if k in self._suspect and k not in after]
             for k in (candidate[-1], *left_out, *after):
                 if k not in self._heads:
                     self._request = k
@@ -296,20 +329,25 @@ class Walk:
     def _give_up(self, i: int, head: Head | None = None, seen: int = 1) -> None:
         """Piece ``i`` unsure, and the rest of its presumed file: the pieces of its sizes its header
         announces less the ``seen`` already marked (a header read says whose a piece is), else up to the
-        next shorter piece. Left free,
-        a piece of an unconfirmed file could fill a gap in the next one: unsure, it is named by nothing."""
+        next shorter piece. Left free, a piece of an unconfirmed file could fill a gap in the next one:
+        unsure, it is named by nothing; the free pieces just after them are suspect (``_suspect``)."""
         self._placed.add(i)
         self.unsure.add(i)
         ref = self.items[i].size
+        before = set(self.unsure)
+        self._mark(i, ref, head, seen)
+        reach = max(self.unsure - before, default=i) + LOOKAHEAD + 1
+        self._suspect.update(k for k in self._free(i + 1) if k <= reach)
+
+    def _mark(self, i: int, ref: int, head: Head | None, seen: int) -> None:
         if head is not None and head.first and head.parts > 1:
             need = head.parts - seen
             last = last_size(head, ref)
             for k in self._free(i + 1):
                 if need == 0:
                     break
-                said = self._heads.get(k, head) if k in self._heads else None
                 size = self.items[k].size
-                if (k in self._heads and self._ours(said, head)) or (
+                if (k in self._heads and self._ours(self._heads[k], head)) or (
                     k not in self._heads and (_close(size, ref, ref) or _close(size, last, last))
                 ):
                     self._placed.add(k)
