@@ -343,8 +343,10 @@ class Walk:
         if head is not None and head.first and head.parts > 1:
             need = head.parts - seen
             last = last_size(head, ref)
+            # Within the file's extent (and swaps' reach): a piece of its size further on is another's.
+            limit = i + need + LOOKAHEAD + 1
             for k in self._free(i + 1):
-                if need == 0:
+                if need == 0 or k > limit:
                     break
                 size = self.items[k].size
                 if (k in self._heads and self._ours(self._heads[k], head)) or (
