@@ -239,12 +239,13 @@ class Prober:
         names = tuple(sorted({*found.files, *renames.values()}))
         return replace(found, renames=renames, files=names, password=locked)
 
-    async def probe(self, key: str, par2_message_id: str) -> ProbeResult:
+    async def probe(self, key: str, par2_message_id: str, attempt: int = MAX_ATTEMPTS) -> ProbeResult:
+        """``attempt``: this probe's, from 1 (a burst's walk takes what it could read only on the last)."""
         cost = _Cost()
         try:
             files = await asyncio.to_thread(self._files_of, key)
             if is_burst(files):
-                return await self._burst(key, files, cost)
+                return await self._burst(key, files, cost, final=attempt >= MAX_ATTEMPTS)
             found = await self._read(key, par2_message_id, cost, files)
         except ProbeFailed as failed:
             return ProbeResult(key, None, str(failed), cost.articles, cost.bytes)
@@ -269,7 +270,9 @@ class Prober:
         except YEncError:
             return None
 
-    async def _burst(self, key: str, files: Sequence[FileFragment], cost: _Cost) -> ProbeResult:
+    async def _burst(
+        self, key: str, files: Sequence[FileFragment], cost: _Cost, *, final: bool = True
+    ) -> ProbeResult:
         """A release joined from loose runs: split into files by their first articles' headers and
         sizes, and into releases by the PAR2 indexes among them (indexing/bursts.py), each named and
         stored; articles of no release stay in this one, unnamed. The cap: MAX_ARTICLES, and as many
@@ -314,6 +317,17 @@ class Prober:
             and first.par2 is None
         ]
         await asyncio.gather(*(hashed(split, first) for split, first in short))
+        if cost.errors and not final:
+            # An article not fetched is a piece the walk could not place: the split would depend on the
+            # news server's moment (a timeout under load). Retried; the last attempt takes what it read.
+            error = cost.errors[0]
+            return ProbeResult(
+                key,
+                None,
+                f"{len(cost.errors)} articles not fetched ({type(error).__name__}: {error})",
+                cost.articles,
+                cost.bytes,
+            )
         by_file = {n: parts[f.pieces[0]] for n, f in enumerate(walk.files) if f.pieces[0] in parts}
         found = releases(items, walk.files, by_file)
         if not found:
@@ -499,7 +513,12 @@ class Prober:
         taken = self.take()
         try:
             results = await asyncio.gather(
-                *(self.probe(str(row["release_key"]), str(row["par2_message_id"])) for row in taken)
+                *(
+                    self.probe(
+                        str(row["release_key"]), str(row["par2_message_id"]), int(str(row["attempts"]))
+                    )
+                    for row in taken
+                )
             )
         except asyncio.CancelledError:
             self._cut_off([str(row["release_key"]) for row in taken])
