@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -235,6 +236,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a tenth of the demo's sample")
     parser.add_argument("--scale", type=float, default=None, help="sample size relative to the demo's")
     parser.add_argument("--workers", type=int, default=2, help="edge worker processes")
+    parser.add_argument("--keep", type=Path, default=None, help="copy the catalog (SQLite) to this file")
     args = parser.parse_args()
     scale = args.scale or (0.1 if args.quick else 1.0)
     began = time.process_time()
@@ -248,6 +250,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="uibench-obfuscation") as tmp:
         database, seconds = index_sample(feed, Path(tmp), args.workers)
         rows, holders, strays, probes = read_catalog(database, feed)
+        if args.keep is not None:
+            shutil.copyfile(database, args.keep)
     table = judge(truth, rows, holders)
     mixed = sum(len(row.releases) > 1 for row in rows)
     print(

@@ -195,6 +195,62 @@ def renamed(fragment: ReleaseFragment, file_names: str | None) -> ReleaseFragmen
     return replace(fragment, files=tuple(files))
 
 
+def run_row(run: ReleaseFragment, group: str) -> dict[str, Any]:
+    """The ``loose_runs`` row of ``run`` (indexing/runs.py), stored under the indexing group."""
+    return {
+        "key": run.key,
+        "group_name": group,
+        "groups": " ".join(run.groups) if run.groups else group,
+        "poster": run.poster,
+        "first_article": run.first_article,
+        "last_article": run.last_article,
+        "first_date": run.first_date,
+        "last_date": run.last_date,
+        "articles": len(run.files),
+        "max_size": max((f.size for f in run.files), default=0),
+        "segments": pack_segments(run.files, level=1),
+    }
+
+
+def stored_run(row: Row) -> ReleaseFragment:
+    """A ``loose_runs`` row in the fragment form merging works on."""
+    return ReleaseFragment(
+        key=str(row["key"]),
+        name="",
+        poster=str(row["poster"]),
+        groups=tuple(str(row["groups"]).split()),
+        file_total=0,
+        first_article=int(row["first_article"]),
+        first_date=row["first_date"],
+        last_article=int(row["last_article"]),
+        last_date=row["last_date"],
+        obfuscated=True,
+        request_id=None,
+        files=unpack_segments(bytes(row["segments"])),
+    )
+
+
+def store_runs(tx: Tx, group: str, runs: Sequence[ReleaseFragment]) -> int:
+    """A batch's runs merged into ``loose_runs`` by key (the batch's merge locks held); a run already
+    joined into a release (its key an alias) is dropped: its burst was final when it was joined, so
+    this is the same articles indexed again."""
+    by_key: dict[str, ReleaseFragment] = {}
+    for run in runs:
+        held = by_key.get(run.key)
+        by_key[run.key] = run if held is None else merge(held, run)
+    joined = _aliases(tx, list(by_key))
+    keys = sorted(set(by_key) - joined.keys())
+    existing: dict[str, ReleaseFragment] = {}
+    for at in range(0, len(keys), KEYS_PER_QUERY):
+        for row in tx.run("runs_by_keys", {"keys": tx.array(keys[at : at + KEYS_PER_QUERY])}):
+            existing[str(row["key"])] = stored_run(row)
+    inserts = [run_row(by_key[k], group) for k in keys if k not in existing]
+    updates = [run_row(merge(existing[k], by_key[k]), group) for k in keys if k in existing]
+    tx.executemany("run_insert", inserts)
+    tx.executemany("run_update", updates)
+    return len(keys)
+
+
 def store_batch(
     tx: Tx,
     group_id: int,
@@ -248,8 +304,10 @@ def store_batch(
             for c in batch.candidates
         ],
     )
+    stored_runs = store_runs(tx, group, batch.runs) if batch.runs else 0
     return {
         "releases": len(fragments),
+        "runs": stored_runs,
         "new": len(inserts),
         "merged": len(updates),
         "candidates": len(batch.candidates),

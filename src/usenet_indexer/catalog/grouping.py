@@ -13,17 +13,31 @@ takes), so that no batch storing into these releases runs between the reading an
    release queued for the probe (catalog/probe.py names it from its bodies);
 4. the loose releases of final bursts that nothing joins marked ``loose_settled``: never read again.
 
+Loose runs (indexing/runs.py: binary-sized articles under fully random subjects) are read alike, from
+``loose_runs``: the runs of one poster chained into bursts by the same gaps, and a final burst that may
+be a release (``runs.worth_joining``) joined into one release of the catalog (``join_runs``), queued for
+the probe, which splits it into files and releases by their bodies; its runs deleted and their keys
+kept as its aliases (the batch store drops a run indexed again). A burst that may not be a release
+(text, spam) is deleted.
+
 A pass takes at most ``max_members`` loose releases per group (then says there is more), so that a
 catalog from before grouping existed is worked through in transactions of bounded length.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from usenet_indexer.catalog.batch_store import insert_releases, lock_merges, release_row, stored_fragment
+from usenet_indexer.catalog.batch_store import (
+    insert_releases,
+    lock_merges,
+    release_row,
+    stored_fragment,
+    stored_run,
+)
 from usenet_indexer.db import Database, Row, Tx
 from usenet_indexer.db.database import Fence
+from usenet_indexer.indexing.bursts import is_burst
 from usenet_indexer.indexing.fragment import ReleaseFragment
 from usenet_indexer.indexing.grouping import (
     GAP_ARTICLES,
@@ -35,9 +49,11 @@ from usenet_indexer.indexing.grouping import (
     Settled,
     bursts,
     group_loose,
+    join_runs,
 )
 from usenet_indexer.indexing.merge import merge
 from usenet_indexer.indexing.naming import normalise_poster
+from usenet_indexer.indexing.runs import worth_joining
 from usenet_indexer.indexing.window import DEFAULT_HORIZON
 from usenet_indexer.logs import get_logger
 
@@ -51,6 +67,8 @@ class GroupingRound:
     joined: int = 0  # releases made
     members: int = 0  # loose releases joined into them
     alone: int = 0  # loose releases settled alone
+    bursts: int = 0  # releases joined from loose runs (to probe)
+    dropped: int = 0  # loose runs deleted: bursts that are no release (text, spam)
     more: bool = False
 
 
@@ -101,6 +119,24 @@ def loose_files(tx: Tx, group_name: str) -> list[LooseFile]:
     ]
 
 
+def loose_runs(tx: Tx, group_name: str) -> tuple[list[LooseFile], dict[str, tuple[int, int]]]:
+    """The group's loose runs as grouping reads them, and each one's (articles, largest article)."""
+    rows = tx.run("runs_in_group", {"group_name": group_name})
+    files = [
+        LooseFile(
+            key=str(r["key"]),
+            poster=normalise_poster(str(r["poster"])),
+            file_total=0,
+            first_article=int(r["first_article"]),
+            last_article=int(r["last_article"]),
+            first_date=None if r["first_date"] is None else int(r["first_date"]),
+            last_date=None if r["last_date"] is None else int(r["last_date"]),
+        )
+        for r in rows
+    ]
+    return files, {str(r["key"]): (int(r["articles"]), int(r["max_size"])) for r in rows}
+
+
 class Grouper:
     def __init__(self, db: Database, *, fence: Fence | None = None, max_members: int = MAX_MEMBERS) -> None:
         self.db = db
@@ -114,14 +150,18 @@ class Grouper:
 
     def run_once(self) -> GroupingRound:
         with self.db.transaction(write=False) as tx:
-            names = [str(r["group_name"]) for r in tx.run("loose_groups")]
+            names = {str(r["group_name"]) for r in tx.run("loose_groups")}
+            names.update(str(r["group_name"]) for r in tx.run("run_groups"))
         total = GroupingRound()
-        for name in names:
+        for name in sorted(names):
             one = self.group(name)
+            runs = self.runs(name)
             total.joined += one.joined
             total.members += one.members
             total.alone += one.alone
-            total.more = total.more or one.more
+            total.bursts += runs.bursts
+            total.dropped += runs.dropped
+            total.more = total.more or one.more or runs.more
         return total
 
     def pending(self) -> int:
@@ -129,13 +169,16 @@ class Grouper:
         done while there are some (local/progress.py)."""
         count = 0
         with self.db.transaction(write=False) as tx:
-            for row in tx.run("loose_groups"):
-                group = tx.one("group_by_name", {"name": str(row["group_name"])})
+            names = {str(r["group_name"]) for r in tx.run("loose_groups")}
+            names.update(str(r["group_name"]) for r in tx.run("run_groups"))
+            for name in sorted(names):
+                group = tx.one("group_by_name", {"name": name})
                 if group is None:
                     continue
-                files = loose_files(tx, str(row["group_name"]))
-                settled = settled_of(tx, group, files)
-                count += sum(len(burst) for burst in bursts(files) if settled.final(burst))
+                files = loose_files(tx, name)
+                runs, _ = loose_runs(tx, name)
+                settled = settled_of(tx, group, files + runs)
+                count += sum(len(burst) for burst in bursts(files + runs) if settled.final(burst))
         return count
 
     def group(self, group_name: str) -> GroupingRound:
@@ -178,6 +221,64 @@ class Grouper:
             log.info("grouping.joined", group=group_name, releases=out.joined, files=out.members)
         return out
 
+    def runs(self, group_name: str) -> GroupingRound:
+        """The group's final bursts of loose runs joined into releases to probe, or deleted."""
+        out = GroupingRound()
+        with self.db.transaction(fence=self.fence) as tx:
+            group = tx.one("group_by_name", {"name": group_name})
+            if group is None:
+                return out
+            lock_merges(tx, int(group["id"]), {group_name})
+            files, sizes = loose_runs(tx, group_name)
+            if not files:
+                return out
+            settled = settled_of(tx, group, files)
+            taken = 0
+            for burst in bursts(files):
+                if not settled.final(burst):
+                    continue
+                if taken and taken + len(burst) > self.max_members:
+                    out.more = True
+                    break
+                taken += len(burst)
+                keys = sorted(f.key for f in burst)
+                counts = [sizes[k] for k in keys]
+                if not worth_joining(sum(n for n, _ in counts), max(largest for _, largest in counts)):
+                    tx.executemany("run_delete", [{"key": k} for k in keys])
+                    out.dropped += len(keys)
+                    continue
+                rows = tx.run("runs_by_keys", {"keys": tx.array(keys)})
+                release = join_runs([stored_run(r) for r in rows])
+                self._store_burst(tx, release, tuple(keys), group_name)
+                out.bursts += 1
+        if out.bursts or out.dropped:
+            log.info("grouping.runs", group=group_name, releases=out.bursts, dropped=out.dropped)
+        return out
+
+    def _store_burst(self, tx: Tx, release: ReleaseFragment, runs: tuple[str, ...], group_name: str) -> None:
+        held = tx.run("releases_by_keys", {"keys": tx.array([release.key])})
+        grown = True
+        if held:
+            # The same burst joined from another group it was cross-posted to, or what a probe left of it
+            # (its articles no release holds): only the articles it lacks are added, and it is probed
+            # again if there are any (the releases split from it before merge what the probe finds
+            # again; a probe queued "done" would leave the burst's articles unnamed for good: test_run).
+            stored = stored_fragment(held[0])
+            known = {mid for f in stored.files for mid in f.message_id_list()}
+            extra = tuple(f for f in release.files if f.message_ids.decode() not in known)
+            grown = bool(extra)
+            merged = merge(stored, replace(release, files=extra, name=stored.name, file_total=0))
+            if is_burst(merged.files):  # not split yet: still never complete (join_runs)
+                merged = replace(merged, file_total=len(merged.files) + 1, obfuscated=True)
+            tx.execute("release_update", {**release_row(merged, group_name), "id": held[0]["id"]})
+        else:
+            tx.execute("release_insert", release_row(release, group_name))
+        if grown:
+            tx.execute("probe_again", {"key": release.key})
+        for key in runs:
+            tx.execute("release_alias_insert", {"member_key": key, "release_key": release.key})
+            tx.execute("run_delete", {"key": key})
+
     def _store(self, tx: Tx, release: ReleaseFragment, members: tuple[str, ...], group_name: str) -> None:
         held = tx.run("releases_by_keys", {"keys": tx.array([release.key])})
         if held:  # joined before from other members (never by grouping alone): merge into it
@@ -194,4 +295,4 @@ class Grouper:
         tx.execute("probe_enqueue", {"key": release.key, "par2_message_id": "", "nfo_message_id": None})
 
 
-__all__ = ["MAX_MEMBERS", "Grouper", "GroupingRound", "loose_files", "settled_of"]
+__all__ = ["MAX_MEMBERS", "Grouper", "GroupingRound", "loose_files", "loose_runs", "settled_of"]

@@ -24,15 +24,17 @@ release's own (issue 15).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from usenet_indexer.catalog.batch_store import lock_merges, search_name, stored_fragment
+from usenet_indexer.catalog.batch_store import lock_merges, release_row, search_name, stored_fragment
 from usenet_indexer.db import Database
 from usenet_indexer.db.database import Fence
 from usenet_indexer.indexing import pack_segments, unpack_segments
 from usenet_indexer.indexing.bodies import (
+    HASH_BYTES,
     MAX_ARTICLES,
     BodyNames,
     FirstPart,
@@ -45,11 +47,23 @@ from usenet_indexer.indexing.bodies import (
     release_name,
     set_renames,
 )
+from usenet_indexer.indexing.bursts import (
+    BurstRelease,
+    Head,
+    Piece,
+    SplitFile,
+    Walk,
+    is_burst,
+    pieces,
+    releases,
+    split_key,
+)
 from usenet_indexer.indexing.categories import categorize
 from usenet_indexer.indexing.fragment import FileFragment
+from usenet_indexer.indexing.merge import merge
 from usenet_indexer.indexing.par2 import Par2Error, Par2Index, read_par2
 from usenet_indexer.logs import get_logger
-from usenet_indexer.nntp.yenc import YEncError, decode
+from usenet_indexer.nntp.yenc import YEncDecoded, YEncError, decode
 
 log = get_logger(__name__)
 
@@ -93,6 +107,18 @@ class _Cost:
     bytes: int = 0
     parts: list[FirstPart] = field(default_factory=list)
     errors: list[Exception] = field(default_factory=list)  # fetches that failed (a missing article)
+
+
+def _prefix(held: dict[int, bytes]) -> bytes:
+    """The file's bytes from its start, as far as the parts in ``held`` (by begin offset) join up."""
+    out = bytearray()
+    while len(out) + 1 in held and held[len(out) + 1]:
+        out += held[len(out) + 1]
+    return bytes(out)
+
+
+def _contiguous(held: dict[int, bytes]) -> int:
+    return len(_prefix(held))
 
 
 class Prober:
@@ -150,8 +176,9 @@ class Prober:
             cost.errors.append(error)
             return None
 
-    async def _read(self, key: str, par2_message_id: str, cost: _Cost) -> BodyNames:
-        files = await asyncio.to_thread(self._files_of, key)
+    async def _read(
+        self, key: str, par2_message_id: str, cost: _Cost, files: Sequence[FileFragment]
+    ) -> BodyNames:
         mid = par2_message_id.strip("<>")
         if mid and not any(mid in f.message_id_list() for f in files):
             raise ProbeFailed(f"{mid[:100]!r} is not an article of the release")
@@ -212,10 +239,14 @@ class Prober:
         names = tuple(sorted({*found.files, *renames.values()}))
         return replace(found, renames=renames, files=names, password=locked)
 
-    async def probe(self, key: str, par2_message_id: str) -> ProbeResult:
+    async def probe(self, key: str, par2_message_id: str, attempt: int = MAX_ATTEMPTS) -> ProbeResult:
+        """``attempt``: this probe's, from 1 (a burst's walk takes what it could read only on the last)."""
         cost = _Cost()
         try:
-            found = await self._read(key, par2_message_id, cost)
+            files = await asyncio.to_thread(self._files_of, key)
+            if is_burst(files):
+                return await self._burst(key, files, cost, final=attempt >= MAX_ATTEMPTS)
+            found = await self._read(key, par2_message_id, cost, files)
         except ProbeFailed as failed:
             return ProbeResult(key, None, str(failed), cost.articles, cost.bytes)
         except Exception as error:  # the news server: missing article, timeouts, dropped connections
@@ -223,6 +254,196 @@ class Prober:
         assert found.name is not None
         renamed = await asyncio.to_thread(self._rename, key, found, cost)
         return ProbeResult(key, found.name, None, cost.articles, cost.bytes, renamed)
+
+    async def _yenc(self, piece: Piece, cost: _Cost) -> YEncDecoded | None:
+        """A burst's article fetched and decoded; None when missing or not yEnc (counted all the same)."""
+        try:
+            body = await self.fetch_body(f"<{piece.message_id}>")
+        except Exception as error:  # the news server: missing article, timeouts, dropped connections
+            cost.errors.append(error)
+            cost.articles += 1
+            return None
+        cost.articles += 1
+        cost.bytes += len(body)
+        try:
+            return decode(body)
+        except YEncError:
+            return None
+
+    async def _burst(
+        self, key: str, files: Sequence[FileFragment], cost: _Cost, *, final: bool = True
+    ) -> ProbeResult:
+        """A release joined from loose runs: split into files by their first articles' headers and
+        sizes, and into releases by the PAR2 indexes among them (indexing/bursts.py), each named and
+        stored; articles of no release stay in this one, unnamed. The cap: MAX_ARTICLES, and as many
+        again for each PAR2 recovery set found (a burst may hold several releases of its poster)."""
+        items = pieces(files)
+        walk = Walk(items)
+        parts: dict[int, FirstPart] = {}
+        heads: dict[int, bytes] = {}  # a first part's first HASH_BYTES, for files whose part is shorter
+        sets: set[bytes] = set()
+        while (index := walk.want()) is not None:
+            decoded = await self._yenc(items[index], cost)
+            head = None
+            if decoded is not None:
+                head = Head(
+                    decoded.name, decoded.size, decoded.part, decoded.total, decoded.begin, decoded.end
+                )
+            if decoded is not None and head is not None and head.first:
+                part = first_part(
+                    items[index].message_id, decoded.data, decoded.name, decoded.size, decoded.begin
+                )
+                parts[index] = part
+                heads[index] = decoded.data[:HASH_BYTES]
+                if part.par2 is not None and part.par2.recovery_set_ids:
+                    sets.add(part.par2.recovery_set_ids[0])
+                    walk.cap = MAX_ARTICLES * (1 + len(sets))
+            walk.give(index, head)
+        # Files whose first part is shorter than 16 KiB, hashed over their next parts: several at once.
+        limit = asyncio.Semaphore(FETCHES_AT_ONCE)
+
+        async def hashed(split: SplitFile, first: FirstPart) -> None:
+            async with limit:
+                if cost.articles < walk.cap:
+                    parts[split.pieces[0]] = await self._hashed(
+                        items, split, first, heads[split.pieces[0]], cost, walk.cap
+                    )
+
+        short = [
+            (split, first)
+            for split in walk.files
+            if (first := parts.get(split.pieces[0])) is not None
+            and first.head_md5 is None
+            and first.par2 is None
+        ]
+        await asyncio.gather(*(hashed(split, first) for split, first in short))
+        if cost.errors and not final:
+            # An article not fetched is a piece the walk could not place: the split would depend on the
+            # news server's moment (a timeout under load). Retried; the last attempt takes what it read.
+            error = cost.errors[0]
+            return ProbeResult(
+                key,
+                None,
+                f"{len(cost.errors)} articles not fetched ({type(error).__name__}: {error})",
+                cost.articles,
+                cost.bytes,
+            )
+        by_file = {n: parts[f.pieces[0]] for n, f in enumerate(walk.files) if f.pieces[0] in parts}
+        found = releases(items, walk.files, by_file)
+        if not found:
+            if cost.errors and not parts:
+                error = cost.errors[0]
+                return ProbeResult(key, None, f"{type(error).__name__}: {error}", cost.articles, cost.bytes)
+            return ProbeResult(
+                key,
+                None,
+                f"the burst names nothing: {len(walk.files)} files split from {len(items)} articles "
+                f"({len(walk.unplaced)} unplaced, {cost.articles} fetched), {len(sets)} PAR2 sets",
+                cost.articles,
+                cost.bytes,
+            )
+        # Passworded? Each release's first archive volume, where its first article was read.
+        locked = [password(list(by_file.values()), release.names)[0] for release in found]
+        # A part posted again (its header names a file already split, at a part it has) is dropped:
+        # the file has that part, and a file holds one segment a part.
+        reposted = {items[i].message_id for i in walk.repeats}
+        seen = {p.message_id for p in items}
+        await asyncio.to_thread(self._split, key, found, locked, reposted, seen, cost)
+        names = ", ".join(r.name for r in found)
+        return ProbeResult(key, names, None, cost.articles, cost.bytes, sum(len(r.files) for r in found))
+
+    async def _hashed(
+        self, items: Sequence[Piece], split: SplitFile, part: FirstPart, data: bytes, cost: _Cost, cap: int
+    ) -> FirstPart:
+        """``part`` with the MD5 of its file's first 16 KiB, read from the file's next parts where its
+        first is shorter (the PAR2 match needs it: a size alone is never taken for a name)."""
+        want = min(HASH_BYTES, part.size)
+        held = {1: data}  # begin= offset -> the part's bytes; placed by offset, whatever the order posted
+        for k in split.pieces[1:]:
+            if _contiguous(held) >= want or cost.articles >= cap:
+                break
+            decoded = await self._yenc(items[k], cost)
+            if decoded is not None and decoded.begin is not None and decoded.begin <= want:
+                held[decoded.begin] = decoded.data
+        joined = _prefix(held)
+        if len(joined) < want:
+            return part  # a part missing: no hash rather than a wrong one
+        return replace(part, head_md5=hashlib.md5(joined[:want], usedforsecurity=False).digest())
+
+    def _split(
+        self,
+        key: str,
+        found: Sequence[BurstRelease],
+        locked: Sequence[bool | None],
+        reposted: set[str],
+        seen: set[str],
+        cost: _Cost,
+    ) -> None:
+        """The burst release replaced by the releases found in it (merged into one of the same key
+        where the burst was cross-posted and its other group's copy was split first); what they do not
+        hold stays under the burst's key, unnamed."""
+        with self.db.transaction(fence=self.fence) as tx:
+            head = tx.one("release_group_by_key", {"key": key})
+            group = None if head is None else tx.one("group_by_name", {"name": str(head["group_name"])})
+            if head is not None and group is not None:
+                lock_merges(tx, int(group["id"]), {str(head["group_name"])})
+            rows = tx.run("releases_by_keys", {"keys": tx.array([key])})
+            if not rows:
+                tx.execute("probe_done", {"key": key, "articles": cost.articles, "bytes": cost.bytes})
+                return
+            burst = stored_fragment(rows[0])
+            group_name = str(rows[0]["group_name"])
+            placed: set[str] = set(reposted)
+            for release, state in zip(found, locked, strict=True):
+                mids = [m for f in release.files for m in f.message_id_list()]
+                placed.update(mids)
+                fragment = replace(
+                    burst,
+                    key=split_key(release.files),
+                    name=release.name,
+                    file_total=release.file_total,
+                    first_article=min(a for f in release.files for a in f.articles),
+                    last_article=max(a for f in release.files for a in f.articles),
+                    obfuscated=False,
+                    files=release.files,
+                )
+                held = tx.run("releases_by_keys", {"keys": tx.array([fragment.key])})
+                if held:
+                    merged = merge(stored_fragment(held[0]), replace(fragment, name=str(held[0]["name"])))
+                    tx.execute("release_update", {**release_row(merged, group_name), "id": held[0]["id"]})
+                    files = merged.files
+                else:
+                    tx.execute("release_insert", release_row(fragment, group_name))
+                    files = fragment.files
+                category = categorize(release.name, [f.name for f in files])
+                tx.execute(
+                    "release_probed",
+                    {
+                        "key": fragment.key,
+                        "name": release.name,
+                        "search_name": search_name(release.name),
+                        "source": "par2",
+                        "category": category.id,
+                        "season": category.season,
+                        "episode": category.episode,
+                        "year": category.year,
+                        "resolution": category.resolution,
+                        "segments": pack_segments(files, level=1),
+                        "file_names": None,
+                        "password": state,
+                    },
+                )
+            rest = tuple(f for f in burst.files if f.message_ids.decode() not in placed)
+            if rest:
+                left = replace(burst, files=rest, file_total=len(rest) + 1)
+                tx.execute("release_update", {**release_row(left, group_name), "id": rows[0]["id"]})
+            else:
+                tx.execute("release_delete", {"key": key})
+            tx.execute("probe_done", {"key": key, "articles": cost.articles, "bytes": cost.bytes})
+            if any(f.message_ids.decode() not in seen for f in rest):
+                # Articles joined into the burst while this probe read it (a cross-post's copy from
+                # another group): probed again, with them.
+                tx.execute("probe_again", {"key": key})
 
     def _cut_off(self, keys: list[str]) -> None:
         """Probes still "working" when their round was cut off: queued again at once, as an attempt
@@ -292,7 +513,12 @@ class Prober:
         taken = self.take()
         try:
             results = await asyncio.gather(
-                *(self.probe(str(row["release_key"]), str(row["par2_message_id"])) for row in taken)
+                *(
+                    self.probe(
+                        str(row["release_key"]), str(row["par2_message_id"]), int(str(row["attempts"]))
+                    )
+                    for row in taken
+                )
             )
         except asyncio.CancelledError:
             self._cut_off([str(row["release_key"]) for row in taken])

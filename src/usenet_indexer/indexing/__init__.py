@@ -11,6 +11,9 @@ The names the rest of the project uses are re-exported here; modules:
 - fragment.py   Batch, ReleaseFragment, FileFragment, ProbeCandidate and their dict form
 - merge.py      merging fragments (commutative, associative), release totals, the segment blob
 - window.py     the open releases of a group lane, with gzip snapshots
+- grouping.py   loose files and loose runs joined into releases by poster and posting burst
+- runs.py       binary-sized articles no rule reads (fully random subjects), folded into runs
+- bursts.py     a burst of loose articles split into files and releases by their bodies
 - categories.py newznab categories
 - sample.py     realistic generated postings, for tests, the benchmark and demos
 """

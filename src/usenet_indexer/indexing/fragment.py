@@ -116,6 +116,9 @@ class Batch:
     unmatched: int  # well-formed lines whose subject no rule reads (text posts, spam)
     fragments: tuple[ReleaseFragment, ...]
     candidates: tuple[ProbeCandidate, ...]
+    # Binary-sized articles no rule reads, folded by poster and block of article numbers (runs.py):
+    # what ties them into releases is found by the coordinator (issue 16: fully random subjects).
+    runs: tuple[ReleaseFragment, ...] = ()
 
 
 # ---- the dict form ------------------------------------------------------------------------------------
@@ -172,6 +175,7 @@ def batch_to_dict(b: Batch) -> dict[str, Any]:
         "unmatched": b.unmatched,
         "fragments": [fragment_to_dict(r) for r in b.fragments],
         "candidates": [candidate_to_dict(c) for c in b.candidates],
+        "runs": [fragment_to_dict(r) for r in b.runs],
     }
 
 
@@ -254,6 +258,7 @@ _CANDIDATE_FIELDS = frozenset({"key", "name", "par2_message_id", "nfo_message_id
 _BATCH_FIELDS = frozenset(
     {"from_id", "to_id", "headers", "malformed", "gaps", "undated", "unmatched", "fragments", "candidates"}
 )
+_BATCH_OPTIONAL = frozenset({"runs"})  # the dict form of batches from before runs (issue 16) has none
 
 
 def file_from_dict(obj: Any, where: str = "file") -> FileFragment:
@@ -380,14 +385,20 @@ def candidate_from_dict(obj: Any, where: str = "candidate") -> ProbeCandidate:
 
 
 def batch_from_dict(
-    obj: Any, where: str = "batch", files: Sequence[tuple[FileFragment, ...]] | None = None
+    obj: Any,
+    where: str = "batch",
+    files: Sequence[tuple[FileFragment, ...]] | None = None,
+    run_files: Sequence[tuple[FileFragment, ...]] | None = None,
 ) -> Batch:
     """The batch in ``obj``; with ``files``, its fragments come without their ``files`` field and
-    ``files[i]`` are fragment i's (see fragment_from_dict)."""
-    d = _fields(obj, where, _BATCH_FIELDS)
+    ``files[i]`` are fragment i's (see fragment_from_dict), and ``run_files[i]`` run i's."""
+    d = _fields(obj, where, _BATCH_FIELDS, _BATCH_OPTIONAL)
     listed = _list(d["fragments"], f"{where}.fragments")
     if files is not None and len(files) != len(listed):
         raise FormatError(f"{where}.fragments: {len(listed)} fragments for {len(files)} segment blobs")
+    runs = _list(d.get("runs", []), f"{where}.runs")
+    if files is not None and len(run_files or ()) != len(runs):
+        raise FormatError(f"{where}.runs: {len(runs)} runs for {len(run_files or ())} segment blobs")
     from_id = _int(d["from_id"], f"{where}.from_id")
     to_id = _int(d["to_id"], f"{where}.to_id")
     if to_id < from_id:
@@ -414,6 +425,10 @@ def batch_from_dict(
         candidates=tuple(
             candidate_from_dict(c, f"{where}.candidates[{i}]")
             for i, c in enumerate(_list(d["candidates"], f"{where}.candidates"))
+        ),
+        runs=tuple(
+            fragment_from_dict(r, f"{where}.runs[{i}]", None if run_files is None else run_files[i])
+            for i, r in enumerate(runs)
         ),
     )
 

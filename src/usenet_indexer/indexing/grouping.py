@@ -178,6 +178,25 @@ def join(members: Sequence[ReleaseFragment]) -> ReleaseFragment:
     return replace(joined, key=group_key(joined))
 
 
+def join_runs(runs: Sequence[ReleaseFragment]) -> ReleaseFragment:
+    """A burst of loose runs (indexing/runs.py) as one release to probe, under its ``group_key``.
+
+    Its files are still one per article; the probe splits them into files and releases by their
+    bodies (indexing/bursts.py). Until then it is named by its key (hex: ``obfuscated``, whatever
+    merging recomputes; a random subject of 24 letters and digits did not always look obfuscated), and
+    its file total is one more than the files it holds: the files it will have are not known, so it is
+    never taken for complete (a downloader would get each part as a file)."""
+    joined = join(runs)
+    return replace(
+        joined,
+        name=joined.key,
+        obfuscated=True,
+        file_total=len(joined.files) + 1,
+        collection="",
+        request_id=None,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Joined:
     """A release joined from loose ones: ``release`` under its new key, and the keys it replaces."""
@@ -334,6 +353,7 @@ __all__ = [
     "group_loose",
     "is_loose",
     "join",
+    "join_runs",
     "loose_file",
     "split",
     "stretch",

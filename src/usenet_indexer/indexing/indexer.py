@@ -36,6 +36,12 @@ a cross-post was a release per group, and a result per group in every search): a
 from two groups, by two workers, gives fragments of one key, which the coordinator merges into one
 release listing every group, each part once (merge keeps one segment per part: the same article's
 message-id, whichever group's number came with it).
+
+Loose lines. A well-formed line no rule reads is counted as ``unmatched``; one of at least
+``runs.LOOSE_MIN_BYTES`` is kept too (``_loose_line``, on the path every such line takes: its subject is
+read once, finds nothing, and never enters the fast loops' dicts), and ``take()`` folds them into runs
+by poster and block of article numbers (runs.py; issue 16: fully random subjects, whose articles were
+dropped here before).
 """
 
 from __future__ import annotations
@@ -51,6 +57,8 @@ from typing import NamedTuple
 
 from usenet_indexer.indexing import _native
 from usenet_indexer.indexing.fragment import (
+    MAX_MESSAGE_ID,
+    MAX_TEXT,
     Batch,
     FileFragment,
     ProbeCandidate,
@@ -77,6 +85,7 @@ from usenet_indexer.indexing.overview import (
     xref_groups,
 )
 from usenet_indexer.indexing.rules import RuleSet, SubjectMatch
+from usenet_indexer.indexing.runs import LOOSE_MIN_BYTES, LooseArticle, fold
 
 _TAB = b"\t"
 _CACHE_LIMIT = 200_000  # subject readings kept across batches; cleared past this (spam floods)
@@ -318,6 +327,7 @@ class RangeIndexer:
             unmatched=counts.unmatched,
             fragments=tuple(fragments),
             candidates=tuple(candidates),
+            runs=fold(self.group, self._loose),
         )
         self._batch_from = self._next
         self._reset_batch()
@@ -332,6 +342,7 @@ class RangeIndexer:
         # posters, one generic subject) only sends lines to _slow_line, which is always right.
         self._accs: dict[bytes, _FileAcc] = {}
         self._files: dict[tuple[str, str, int], _FileAcc] = {}
+        self._loose: list[LooseArticle] = []  # binary-sized lines no rule reads (runs.py)
         self._counts = _Counts()
         for cache in (self._by_counter, self._by_subject, self._dates, self._releases, self._xrefs):
             if len(cache) > _CACHE_LIMIT:
@@ -456,6 +467,8 @@ class RangeIndexer:
                 known = self._read_subject(subject, poster, head, ps, ts)
             if known is None:
                 self._counts.unmatched += 1
+                if size >= LOOSE_MIN_BYTES:
+                    self._loose_line(f, num, size)
                 return
             info, part = known
             counter = part < 0
@@ -492,6 +505,26 @@ class RangeIndexer:
         if num < acc.first:
             acc.first = num
             acc.first_date = f[fmt.date]
+
+    def _loose_line(self, f: list[bytes], num: int, size: int) -> None:
+        """A binary-sized line no rule reads: kept for a run (runs.py), unless its message-id is bad."""
+        fmt = self.fmt
+        mid = message_id_bytes(f[fmt.message_id])
+        if not mid or any(blank in mid for blank in _BLANKS) or len(mid) > MAX_MESSAGE_ID:
+            self._counts.malformed[REASON_NO_MESSAGE_ID] += 1
+            return
+        groups = self._groups(f[fmt.xref] if fmt.xref is not None and fmt.xref < len(f) else b"")
+        self._loose.append(
+            LooseArticle(
+                number=num,
+                size=size,
+                poster=f[fmt.poster].decode("utf-8", "replace"),
+                date=self._date(f[fmt.date]),
+                message_id=mid.decode("utf-8", "replace"),
+                subject=f[fmt.subject].decode("utf-8", "replace")[:MAX_TEXT],
+                groups=groups,
+            )
+        )
 
     def _groups(self, xref: bytes) -> tuple[str, ...]:
         """The indexing group and those of an Xref value, sorted."""

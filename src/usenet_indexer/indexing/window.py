@@ -82,6 +82,7 @@ class Window:
             unmatched=batch.unmatched,
             fragments=emitted,
             candidates=batch.candidates,
+            runs=batch.runs,  # loose articles are never held open: each is whole (runs.py)
         )
 
     def flush(self) -> tuple[ReleaseFragment, ...]:

@@ -1,15 +1,20 @@
-"""The batch a worker posts (version 2): a compressed JSON head, then one segment blob per release.
+"""The batch a worker posts (version 3): a compressed JSON head, then one segment blob per release.
 
 Body, little-endian::
 
-    b"UIB2"  u32 head_length  head                  head: zlib'd JSON (below)
-    then, once per fragment of the head, in order:
+    b"UIB3"  u32 head_length  head                  head: zlib'd JSON (below)
+    then, once per fragment of the head, in order, then once per run:
              u32 blob_length  blob                  blob: that fragment's files and segments, in the
                                                     catalog's segment blob format (indexing/merge.py)
 
     head = {"range_id": int, "epoch": int,
             "batch": {"from_id", "to_id", "headers", "malformed": {reason: count}, "gaps", "undated",
-                      "unmatched", "fragments": [fragment without "files"], "candidates": [...]}}
+                      "unmatched", "fragments": [fragment without "files"], "candidates": [...],
+                      "runs": [run without "files"]}}
+
+Version 3 added ``runs`` (issue 16: binary-sized articles no subject rule reads, indexing/runs.py).
+A version 2 body is refused with a message saying to upgrade the worker: its batches would drop
+those articles for good.
 
     A fragment may carry ``"category": [id, season, episode, episode_last, year, resolution]``, the
     worker's ``categorize`` of the release as the coordinator names it (``clean_name(collection)``) and
@@ -70,9 +75,11 @@ from usenet_indexer.indexing.fragment import (
 from usenet_indexer.indexing.indexer import release_key
 from usenet_indexer.indexing.merge import SegmentBlobError, checked_segments, column_range, pack_segments
 from usenet_indexer.indexing.naming import clean_name, looks_obfuscated
+from usenet_indexer.indexing.runs import check_run
 
-WIRE_VERSION = 2
-MAGIC = b"UIB2"
+WIRE_VERSION = 3
+MAGIC = b"UIB3"
+OLD_MAGICS = {b"UIB2": 2}
 BATCH_MEDIA_TYPE = "application/vnd.usenet-indexer.batch"
 MAX_COMPRESSED = 64 * 1024 * 1024
 MAX_INFLATED = 768 * 1024 * 1024  # a 1,000,000-header batch inflates to ~80 MB
@@ -109,12 +116,13 @@ def encode_batch(batch: Batch, range_id: int, epoch: int) -> bytes:
         for f in batch.fragments
     ]
     head["candidates"] = [candidate_to_dict(c) for c in batch.candidates]
+    head["runs"] = [_without_files(fragment_to_dict(replace(r, files=()))) for r in batch.runs]
     text = json.dumps(
         {"range_id": range_id, "epoch": epoch, "batch": head}, separators=(",", ":"), ensure_ascii=False
     )
     packed_head = zlib_compress(text.encode(), 1)
     out = [MAGIC, _LENGTH.pack(len(packed_head)), packed_head]
-    for fragment in batch.fragments:
+    for fragment in (*batch.fragments, *batch.runs):
         blob = pack_segments(fragment.files, level=BLOB_LEVEL)
         out += (_LENGTH.pack(len(blob)), blob)
     return b"".join(out)
@@ -171,6 +179,12 @@ def decode_batch(
             "(fewer articles per batch)"
         )
     view = memoryview(data)
+    old = OLD_MAGICS.get(bytes(view[:4]))
+    if old is not None:
+        raise BatchError(
+            f"batch body is wire version {old}; this coordinator reads version {WIRE_VERSION} (batches "
+            "carry loose articles since): upgrade the worker"
+        )
     if bytes(view[:4]) != MAGIC:
         raise BatchError(
             f"batch body does not start with {MAGIC!r} (version {WIRE_VERSION}): the worker and the "
@@ -180,29 +194,32 @@ def decode_batch(
     head_bytes, at = _field(view, 4, "head")
     head_cap = min(budget.left, INFLATE_RATIO * len(head_bytes) + INFLATE_SLACK)
     document = _head(budget.inflate(head_bytes, "head", head_cap))
-    listed = document["batch"].get("fragments") if isinstance(document["batch"], dict) else None
-    count = len(listed) if isinstance(listed, list) else 0
+    head = document["batch"] if isinstance(document["batch"], dict) else {}
+    listed = head.get("fragments")
     categories: list[Category | None] = []
-    for index in range(count):
+    for index in range(len(listed) if isinstance(listed, list) else 0):
         fragment = listed[index] if isinstance(listed, list) else None
         given = fragment.pop("category", None) if isinstance(fragment, dict) else None
         where = f"batch.fragments[{index}].category"
         categories.append(None if given is None else category_from_list(given, where))
     blobs: list[bytes] = []
-    files: list[tuple[FileFragment, ...]] = []
-    for index in range(count):
-        blob, at = _field(view, at, f"fragment {index}'s segment blob")
-        where = f"batch.fragments[{index}].files"
-        data = budget.inflate(blob, f"fragment {index}'s segment blob")
-        try:
-            files.append(checked_segments(data))
-        except SegmentBlobError as error:
-            raise BatchError(f"{where}: {error}") from None
-        blobs.append(blob)
+    files: dict[str, list[tuple[FileFragment, ...]]] = {"fragments": [], "runs": []}
+    for what in ("fragments", "runs"):
+        listed = head.get(what)
+        for index in range(len(listed) if isinstance(listed, list) else 0):
+            name = f"{what[:-1]} {index}'s segment blob"
+            blob, at = _field(view, at, name)
+            data = budget.inflate(blob, name)
+            try:
+                files[what].append(checked_segments(data))
+            except SegmentBlobError as error:
+                raise BatchError(f"batch.{what}[{index}].files: {error}") from None
+            if what == "fragments":
+                blobs.append(blob)
     if at != len(view):
         raise BatchError(f"batch body has {len(view) - at} bytes after its last segment blob")
     try:
-        batch = batch_from_dict(document["batch"], files=files)
+        batch = batch_from_dict(document["batch"], files=files["fragments"], run_files=files["runs"])
     except FormatError as error:
         raise BatchError(str(error)) from None
     return WireBatch(
@@ -232,6 +249,9 @@ def check_authority(batch: Batch, *, group: str, low: int, high: int) -> Batch:
       a node that may post a release at all can steer its category either way; what it must not do —
       name another release's key, or claim articles outside its lease — is still checked here. A
       release merged with one stored already is categorized by the coordinator from the merged files.
+    - Every run (loose articles, indexing/runs.py) has the key of its poster, this lease's group and
+      its block of article numbers, and each of its files is one article named by its message-id
+      (``runs.check_run``); its name is empty (the grouping loop and the probe name what it joins).
     - A probe candidate of a release in the batch names message-ids of that release's own segments (a
       probe fetches them, and renames the release from what they hold). A lane's candidates may name a
       release its window still holds open: the probe checks those against the stored release
@@ -277,7 +297,21 @@ def check_authority(batch: Batch, *, group: str, low: int, high: int) -> Batch:
         for mid in (candidate.par2_message_id, candidate.nfo_message_id):
             if mid is not None and mid not in ids:
                 raise BatchError(f"{where}: message-id {mid[:100]!r} is not a segment of its release")
-    return replace(batch, fragments=tuple(checked))
+    runs = []
+    for index, run in enumerate(batch.runs):
+        where = f"batch.runs[{index}]"
+        why = check_run(run, group)
+        if why is not None:
+            raise BatchError(f"{where}: {why}; the coordinator makes run keys itself")
+        if group not in run.groups:
+            raise BatchError(f"{where}: groups {list(run.groups)[:8]} do not hold this lease's group {group}")
+        if not low <= run.first_article <= run.last_article <= high:
+            raise BatchError(
+                f"{where}: articles {run.first_article}-{run.last_article} are outside this lease's "
+                f"articles {low}-{high}"
+            )
+        runs.append(replace(run, name="", obfuscated=True, collection=""))
+    return replace(batch, fragments=tuple(checked), runs=tuple(runs))
 
 
 def _field(view: memoryview, at: int, what: str) -> tuple[bytes, int]:

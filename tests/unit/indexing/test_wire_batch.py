@@ -1,4 +1,4 @@
-"""Batch wire encoding (version 2): round trip, the blobs the catalog keeps, caps (a zlib bomb in the
+"""Batch wire encoding (version 3): round trip, the blobs the catalog keeps, caps (a zlib bomb in the
 head or in a blob is refused early), strict fields, numbers and columns, and any cut of a body refused."""
 
 from __future__ import annotations

@@ -59,3 +59,12 @@ UPDATE probe_queue
 SET status = CASE WHEN attempts >= :max_attempts THEN 'failed' ELSE 'queued' END, error = :error,
     articles = articles + :articles, bytes = bytes + :bytes, updated_at = {now}
 WHERE release_key = :key AND status = 'working'
+
+-- name: probe_again
+-- A burst of loose runs (catalog/grouping.py) that gained articles since it was queued or probed: probed
+-- again, its cost kept. Not while a probe works on it: that probe sees the new articles when it stores
+-- its split, and queues it again itself (catalog/probe.py).
+INSERT INTO probe_queue (release_key, par2_message_id, nfo_message_id, created_at, updated_at)
+VALUES (:key, '', NULL, {now}, {now})
+ON CONFLICT (release_key) DO UPDATE SET status = 'queued', attempts = 0, error = NULL, updated_at = {now}
+WHERE probe_queue.status <> 'working'

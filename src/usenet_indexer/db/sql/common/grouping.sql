@@ -41,3 +41,28 @@ DELETE FROM probe_queue WHERE release_key = :key
 
 -- name: release_loose_settle
 UPDATE releases SET loose_settled = true WHERE key = :key
+
+-- Loose runs (indexing/runs.py, migration 0011): binary-sized articles no subject rule reads.
+
+-- name: run_insert
+INSERT INTO loose_runs (key, group_name, groups, poster, first_article, last_article, first_date, last_date,
+                        articles, max_size, segments, updated_at)
+VALUES (:key, :group_name, :groups, :poster, :first_article, :last_article, :first_date, :last_date,
+        :articles, :max_size, :segments, {now})
+
+-- name: run_update
+UPDATE loose_runs
+SET groups = :groups, poster = :poster, first_article = :first_article, last_article = :last_article,
+    first_date = :first_date, last_date = :last_date, articles = :articles, max_size = :max_size,
+    segments = :segments, updated_at = {now}
+WHERE key = :key
+
+-- name: run_groups
+SELECT DISTINCT group_name FROM loose_runs ORDER BY group_name
+
+-- name: runs_in_group
+SELECT key, poster, first_article, last_article, first_date, last_date, articles, max_size FROM loose_runs
+WHERE group_name = :group_name
+
+-- name: run_delete
+DELETE FROM loose_runs WHERE key = :key

@@ -40,3 +40,6 @@ SELECT 0 AS id
 
 -- name: releases_search_index
 SELECT CAST(:after AS bigint) AS indexed
+
+-- name: runs_by_keys
+SELECT * FROM loose_runs WHERE key = ANY(CAST(:keys AS text[])) FOR UPDATE

@@ -350,6 +350,21 @@ CREATE SEQUENCE public.lease_log_id_seq
 
 ALTER SEQUENCE public.lease_log_id_seq OWNED BY public.lease_log.id;
 
+CREATE TABLE public.loose_runs (
+    key text NOT NULL,
+    group_name text NOT NULL,
+    groups text NOT NULL,
+    poster text NOT NULL,
+    first_article bigint NOT NULL,
+    last_article bigint NOT NULL,
+    first_date bigint,
+    last_date bigint,
+    articles integer NOT NULL,
+    max_size bigint NOT NULL,
+    segments bytea NOT NULL,
+    updated_at double precision NOT NULL
+);
+
 CREATE TABLE public.nodes (
     id bigint NOT NULL,
     name text NOT NULL,
@@ -607,6 +622,9 @@ ALTER TABLE ONLY public.lease_log
 ALTER TABLE ONLY public.lease_log
     ADD CONSTRAINT lease_log_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY public.loose_runs
+    ADD CONSTRAINT loose_runs_pkey PRIMARY KEY (key);
+
 ALTER TABLE ONLY public.nodes
     ADD CONSTRAINT nodes_name_key UNIQUE (name);
 
@@ -659,6 +677,8 @@ ALTER TABLE ONLY public.web_sessions
     ADD CONSTRAINT web_sessions_pkey PRIMARY KEY (token_hash);
 
 CREATE INDEX batch_log_node_stored ON public.batch_log USING btree (node_id, stored_at);
+
+CREATE INDEX loose_runs_group ON public.loose_runs USING btree (group_name, first_article);
 
 CREATE INDEX probe_queue_status ON public.probe_queue USING btree (status, created_at);
 

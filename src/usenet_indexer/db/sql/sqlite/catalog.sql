@@ -36,3 +36,6 @@ SELECT COALESCE(max(id), 0) AS id FROM releases
 -- The full-text index of the releases inserted after :after, in one statement: a trigger per row cost
 -- 17 µs a release, half of its insert (migration 0012, issue 17; catalog/batch_store.py insert_releases).
 INSERT INTO releases_fts (rowid, search_name) SELECT id, search_name FROM releases WHERE id > :after
+
+-- name: runs_by_keys
+SELECT * FROM loose_runs WHERE key IN (SELECT value FROM json_each(:keys))

@@ -121,6 +121,22 @@ CREATE TABLE lease_log (
 	FOREIGN KEY(range_id) REFERENCES ranges (id) ON DELETE CASCADE
 );
 
+CREATE TABLE loose_runs (
+	"key" TEXT NOT NULL, 
+	group_name TEXT NOT NULL, 
+	groups TEXT NOT NULL, 
+	poster TEXT NOT NULL, 
+	first_article INTEGER NOT NULL, 
+	last_article INTEGER NOT NULL, 
+	first_date BIGINT, 
+	last_date BIGINT, 
+	articles INTEGER NOT NULL, 
+	max_size BIGINT NOT NULL, 
+	segments BLOB NOT NULL, 
+	updated_at DOUBLE NOT NULL, 
+	PRIMARY KEY ("key")
+);
+
 CREATE TABLE nodes (
 	id INTEGER NOT NULL, 
 	name TEXT NOT NULL, 
@@ -299,6 +315,8 @@ CREATE TABLE web_sessions (
 );
 
 CREATE INDEX batch_log_node_stored ON batch_log (node_id, stored_at);
+
+CREATE INDEX loose_runs_group ON loose_runs (group_name, first_article);
 
 CREATE INDEX probe_queue_status ON probe_queue (status, created_at);
 
