@@ -37,7 +37,7 @@ from usenet_indexer.indexing import (
     totals,
     unpack_segments,
 )
-from usenet_indexer.indexing.bodies import member_renames, set_base
+from usenet_indexer.indexing.bodies import with_members
 from usenet_indexer.indexing.naming import normalise
 
 KEYS_PER_QUERY = 5_000
@@ -176,16 +176,10 @@ def renamed(fragment: ReleaseFragment, file_names: str | None) -> ReleaseFragmen
     JSON, posted name → real name)."""
     if not file_names:
         return fragment
-    names: dict[str, str] = json.loads(file_names)
     # The members of an obfuscated set the probe renamed by their suffixes: one stored after the probe
     # is renamed as the probe would have renamed it (test_run: the catalog of a run interrupted and
     # resumed differed from an uninterrupted one's by when the probe ran).
-    established = set_base(names)
-    if established is not None:
-        unnamed = [f.name for f in fragment.files if f.name not in names]
-        taken = set(names.values())  # never two files under one name (they would merge as one)
-        members = member_renames(unnamed, *established)
-        names = {**{old: new for old, new in members.items() if new not in taken}, **names}
+    names = with_members(json.loads(file_names), (f.name for f in fragment.files))
     if not any(f.name in names for f in fragment.files):
         return fragment
     files = sorted(

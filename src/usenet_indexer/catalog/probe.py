@@ -46,6 +46,7 @@ from usenet_indexer.indexing.bodies import (
     password,
     release_name,
     set_renames,
+    with_members,
 )
 from usenet_indexer.indexing.bursts import (
     BurstRelease,
@@ -481,7 +482,10 @@ class Prober:
                 return 0
             row = rows[0]
             stored = stored_fragment(row)
-            held, files = apply_renames(stored.files, found.renames)
+            # A file merged in since the probe read the release is renamed with its set (with_members).
+            held, files = apply_renames(
+                stored.files, with_members(found.renames, (f.name for f in stored.files))
+            )
             known = json.loads(row["file_names"]) if row["file_names"] else {}
             known.update(held)
             names = sorted({*found.files, *(f.name for f in files)})

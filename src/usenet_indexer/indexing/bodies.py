@@ -185,6 +185,22 @@ def set_base(renames: dict[str, str]) -> tuple[str, str] | None:
     return next(iter(pairs)) if len(pairs) == 1 else None
 
 
+def with_members(renames: dict[str, str], names: Iterable[str]) -> dict[str, str]:
+    """``renames`` and, for the files among ``names`` they leave unnamed, the renames of the set they
+    establish (``set_base``), never onto a name already taken (two files under one name would merge
+    as one). A probe renames the files it read; a member that reached the release after that read
+    (a batch stored meanwhile, or after the probe) is renamed as the probe would have renamed it: the
+    catalog of test_run's resumed run held ``<hash>.part01.rar`` where the uninterrupted one held the
+    real name, by when that file's batch came."""
+    established = set_base(renames)
+    if established is None:
+        return renames
+    unnamed = [name for name in names if name not in renames]
+    taken = set(renames.values())
+    members = member_renames(unnamed, *established)
+    return {**{old: new for old, new in members.items() if new not in taken}, **renames}
+
+
 def member_renames(
     names: Iterable[str], base: str, real: str, spelled: dict[str, str] | None = None
 ) -> dict[str, str]:

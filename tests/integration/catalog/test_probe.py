@@ -16,6 +16,7 @@ from usenet_indexer.catalog.batch_store import store_batch
 from usenet_indexer.catalog.probe import ProbeFailed, Prober, name_from_par2
 from usenet_indexer.coordinator.services import Services
 from usenet_indexer.indexing import RangeIndexer
+from usenet_indexer.indexing.merge import unpack_segments
 from usenet_indexer.indexing.rules import default_rules
 from usenet_indexer.nntp import yenc
 from usenet_indexer.nntp.pool import NNTPPool, ServerSettings
@@ -178,5 +179,52 @@ async def test_a_probe_cut_off_with_its_round_is_queued_again_as_an_attempt(
             assert row["status"] == ("queued" if attempt < 3 else "failed")
             assert "cut off" in row["error"]
         assert await prober.run_once() == []  # failed for good after three
+    finally:
+        services.close()
+
+
+async def test_a_file_stored_while_the_probe_reads_is_renamed_with_its_set(
+    database_url: str, tmp_path: Path
+) -> None:
+    """A set member merged into the release between the probe's read and its rename is renamed with the
+    set, as one stored after the probe is (batch_store.renamed): test_run's resumed catalog held
+    ``<hash>.part01.rar`` where the uninterrupted one held the real name, by when that file's batch came."""
+    inn2_support.ensure_inn2()
+    group = inn2_support.new_group("alt.binaries.probe")
+    body = yenc.encode(par2_index(tmp_path), f"{HASH}.par2")
+    article = inn2_support.Article(
+        message_id=f"<par2-{uuid.uuid4().hex}@probe.test>",
+        subject=f'[4/4] - "{HASH}.par2" yEnc (1/1)',
+        poster="poster@example.test",
+        body=body,
+        date="Mon, 30 Nov 2026 10:00:00 +0000",
+    )
+    assert inn2_support.post_articles(group, [article]) == 1
+    lines = overview(article.message_id).splitlines(keepends=True)
+    first_file, rest = b"".join(lines[:2]), b"".join(lines[2:])  # part01.rar is articles 1 and 2
+
+    def store(text: bytes, low: int, high: int) -> None:
+        indexer = RangeIndexer(GROUP, low, high, low, default_rules())
+        indexer.add_text(text, high + 1)
+        indexer.finish()
+        with services.db.transaction() as tx:
+            store_batch(tx, 1, GROUP, indexer.take())
+
+    services = services_for(database_url, tmp_path / "data")
+    try:
+        store(rest, 3, 7)
+        server = ServerSettings(host=inn2_support.HOST, port=inn2_support.PLAIN_PORT, connections=2)
+        async with NNTPPool([server]) as pool:
+
+            async def fetch_then_store(message_id: str) -> bytes:
+                data = await pool.body(message_id)
+                store(first_file, 1, 2)  # the batch of part01 lands while the probe reads
+                return data
+
+            results = await Prober(services.db, fetch_then_store).run_once()
+        assert [(r.name, r.error) for r in results] == [(REAL, None)]
+        (row,) = query(services.db, "SELECT segments FROM releases")
+        names = sorted(f.name for f in unpack_segments(bytes(row["segments"])))
+        assert names == [f"{REAL}.par2", *(f"{REAL}.part{i:02d}.rar" for i in range(1, 4))]
     finally:
         services.close()
