@@ -636,7 +636,7 @@ def run(
 ) -> None:
     """Run everything on this machine: the coordinator with all its loops and edge workers as child
     processes. Needs a news server, like `serve`. Ctrl-C stops; the next `run` resumes."""
-    from usenet_indexer.local.run import RunError, RunOptions, run_until_stopped
+    from usenet_indexer.local.run import RunError, RunOptions, run_settings, run_until_stopped
 
     if view not in ("auto", "live", "plain"):
         fail(f"--view: auto, live or plain, not {view!r}")
@@ -674,6 +674,7 @@ def run(
     options = RunOptions(batch_articles=batch_articles)
     if workers is not None:
         options.workers = workers
+    ctx.find_root().obj = run_settings(settings, options.workers)
     services = services_of(ctx)
     try:
         services.blobs.check()  # a bucket that is not there: said now, not as every chunk's failure

@@ -44,6 +44,7 @@ from usenet_indexer.local.progress import ProgressReader, Snapshot
 from usenet_indexer.local.view import View
 from usenet_indexer.logs import get_logger
 from usenet_indexer.runtime import tune_gc
+from usenet_indexer.settings import Settings
 
 log = get_logger(__name__)
 
@@ -61,6 +62,19 @@ class RunOptions:
     # default is 30 s).
     idle_seconds: float = 5.0
     grace_seconds: float = 120.0  # after SIGTERM, how long a worker may take to give its range back
+
+
+# A stretch planned under `run` makes at least this many ranges per worker (settings.range_spread):
+# the ranges of a 1,000,000-article group were one of 999,999 articles and one of a single article, and
+# one of two workers indexed the whole group (issue 17). Four: the last ranges end within a quarter of
+# a worker's share of each other, and a range still costs little beside its indexing.
+RANGES_PER_WORKER = 4
+
+
+def run_settings(settings: Settings, workers: int) -> Settings:
+    """``settings`` with a plan cut for ``workers`` (RANGES_PER_WORKER each, or more if set so)."""
+    spread = min(1000, max(settings.range_spread, RANGES_PER_WORKER * workers))
+    return settings.model_copy(update={"range_spread": spread})
 
 
 def worker_name(slot: int) -> str:
