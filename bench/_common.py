@@ -71,6 +71,27 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
+def cpu_with_reaped(pid: int) -> tuple[float, float] | None:
+    """(utime + stime, cutime + cstime) of one process: its own CPU and its children's that it has
+    waited for. A zombie still shows both, until its parent reaps it."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / TICK, (int(fields[13]) + int(fields[14])) / TICK
+
+
+def peak_rss_mb(pid: int) -> float | None:
+    """VmHWM (peak resident memory) of a live process, in MB."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
 def children(pid: int) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():

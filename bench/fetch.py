@@ -92,13 +92,13 @@ def chunks_of(last: int, size: int) -> list[tuple[int, int]]:
 class _Bare:
     """One blocking socket: sends OVER, reads until the reply's terminator; counts lines roughly."""
 
-    def __init__(self, compressed: bool) -> None:
-        self.sock = socket.create_connection((inn2.HOST, inn2.PLAIN_PORT), timeout=60)
+    def __init__(self, compressed: bool, group: str = GROUP, port: int = inn2.PLAIN_PORT) -> None:
+        self.sock = socket.create_connection((inn2.HOST, port), timeout=60)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.inflater: Inflater | None = None
         self.deflater: zlib._Compress | None = None
         self._read_line()  # greeting
-        self.command(b"GROUP " + GROUP.encode())
+        self.command(b"GROUP " + group.encode())
         if compressed:
             self.command(b"COMPRESS DEFLATE")
             # The inflater our client uses (ISA-L when installed): the baseline must not pay for a
@@ -149,8 +149,15 @@ class _Bare:
         self.sock.close()
 
 
-def run_bare(connections: int, chunks: list[tuple[int, int]], compressed: bool) -> tuple[float, int]:
-    readers = [_Bare(compressed) for _ in range(connections)]
+def run_bare(
+    connections: int,
+    chunks: list[tuple[int, int]],
+    compressed: bool,
+    group: str = GROUP,
+    port: int = inn2.PLAIN_PORT,
+) -> tuple[float, int]:
+    """(seconds, overview lines) for ``connections`` bare readers taking ``chunks`` from one queue."""
+    readers = [_Bare(compressed, group, port) for _ in range(connections)]
     queue = list(reversed(chunks))
     lock = threading.Lock()
     counts = [0] * connections

@@ -1,0 +1,345 @@
+"""The whole system (issue 17): headers from the news server to the searchable catalog, as a user runs it.
+
+1. **The corpus.** N bulk articles posted to the test INN2 (scripts/inn2-setup.sh) in a group of their
+   own, by streaming (MODE STREAM + TAKETHIS, tests/support/inn2.py: ~18k articles/s). They are
+   indexing/sample.py's plan: multi-file rar + par2 sets, music, books, single files in the usual
+   subject styles, several posters at once, some parts out of order, some never posted (no
+   PAR2-obfuscated sets: their names are in bodies these articles do not carry). The group's
+   name carries N and the seed: a later run that finds it holding N articles reuses it (posting 1M
+   takes about a minute), and a posting cut short is resumed where it stopped.
+2. **The news server's own speed.** A bare OVER reader (bench/fetch.py's: blocking sockets, nothing
+   parsed) over 2 connections, the group in chunks of the default ``chunk_articles``; best of 2.
+3. **The indexer as a user runs it.** ``usenet-indexer groups add GROUP --all-history``, then
+   ``usenet-indexer run --exit-when-done --nntp-host … --nntp-port …`` as subprocesses with a data
+   directory of their own and default settings (``--port 0`` aside: other sessions may hold the
+   default port), on SQLite (the default file in the data directory) and on PostgreSQL (a fresh
+   database); the time is the whole command's. Then the catalog must hold every posted article
+   exactly once (the message-ids of the releases' segments).
+
+CPU per header from /proc, per process: the **coordinator** (run's own process), the **workers** (run's
+children: they are reaped by run, so their CPU is read from run's ``cutime + cstime`` while it is a
+zombie, before this script reaps it), the **news server** (an nnrpd daemon of this benchmark's own on
+a private port with its per-connection children, so that other sessions' readers are not counted; a
+reader does not go through innd, printed apart as ``innd``: other sessions post to it meanwhile).
+The machine has 2 cores shared with other sessions: wall-clock ratios are noisy, CPU per header is
+the steadier figure.
+
+    uv run python bench/e2e.py --quick     # 200,000 articles
+    uv run python bench/e2e.py             # 1,000,000
+    uv run python bench/e2e.py --stores sqlite
+
+Needs INN2 (scripts/inn2-setup.sh, run here: root) and, for PostgreSQL, the server of the tests. The
+last line printed is one JSON object with the figures (unsuffixed per-process figures are SQLite's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import itertools
+import os
+import random
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+sys.path[:0] = [str(ROOT), str(ROOT.parent)]
+
+from tests.e2e.processes import free_port, settings_env
+from tests.support import inn2
+from tests.support.store import query
+
+import fetch
+from _common import children, cpu_with_reaped, emit, peak_rss_mb, postgres_database
+from usenet_indexer.db import connect
+from usenet_indexer.indexing import sample, unpack_segments
+
+SEED = 17
+CHUNK = 20_000  # the default chunk_articles: what the bare reader asks per OVER
+CONNECTIONS = 2
+_OURS = re.compile(r"<?e2e(\d{8})\.")
+
+
+def group_name(n: int) -> str:
+    return f"alt.binaries.bench.e2e.v2.s{SEED}.n{n}"
+
+
+def corpus(n: int, group: str, start_time: int) -> Iterator[inn2.Article]:
+    """The ``n`` articles, in posting order; the same ones (message-ids, subjects) on every call.
+
+    Every message-id starts with the article's place in this order (``e2e00000042.``), which is how
+    the catalog check knows each one without keeping a million of them in memory."""
+    rng = random.Random(SEED)
+    # One plan for the whole corpus (release names are numbered within a plan: two plans would post
+    # releases of the same name and poster, whose parts then merge as reposts), posted a slice of
+    # releases at a time (the Posting of a million articles would be a large list).
+    # Obfuscated sets left out: their names are in PAR2 bodies, which these articles do not carry, so
+    # the probe would retry them for minutes (a header benchmark; bench/obfuscation.py measures those).
+    releases = [r for r in sample.plan(rng, n // 70 + 100, group) if r.scheme == "named"]
+    index = 0
+    for first in range(0, len(releases), 200):
+        batch = releases[first : first + 200]
+        posting = sample.post(batch, rng, start_time=start_time + index, duplicate=0.0, cancelled=0.0)
+        for article in posting.articles:
+            if index == n:
+                return
+            f = batch[article.release].files[article.file]
+            yield inn2.Article(
+                message_id=f"<e2e{index:08d}.{article.message_id}>",
+                subject=article.subject,
+                poster=article.poster,
+                body=(
+                    f"=ybegin part={article.part} total={f.parts_total} line=128 size={f.part_size} "
+                    f"name={f.yenc}\r\n=ypart begin=1 end={article.size}\r\n"
+                    f"=yend size={article.size} part={article.part}\r\n"
+                ).encode(),
+                date=sample._date(article.date),
+            )
+            index += 1
+    raise SystemExit(f"the plan ran out at {index:,} articles, short of {n:,}")
+
+
+def group_state(group: str) -> tuple[int, int, int] | None:
+    """(count, low, high) of the group (GROUP), None when the server has no such group."""
+    with socket.create_connection((inn2.HOST, inn2.PLAIN_PORT), timeout=30) as sock:
+        reader = sock.makefile("rb")
+        reader.readline()
+        sock.sendall(f"GROUP {group}\r\nQUIT\r\n".encode())
+        parts = reader.readline().split()
+        reader.close()
+    if parts[0] != b"211":
+        return None
+    return int(parts[1]), int(parts[2]), int(parts[3])
+
+
+def ensure_corpus(n: int) -> tuple[str, int, int]:
+    """The corpus group, posted as needed; (group, low, high)."""
+    group = group_name(n)
+    inn2.ensure_inn2([group])
+    state = group_state(group)
+    have = state[0] if state else 0
+    if have > n:
+        raise SystemExit(f"{group} holds {have:,} articles, more than {n:,}: remove it (ctlinnd rmgroup)")
+    if have < n:
+        print(f"posting {n - have:,} articles to {group} (holds {have:,})", flush=True)
+        began = time.perf_counter()
+        # Dates about one second apart, ending now (as a day's posts would, a little spread out).
+        articles = itertools.islice(corpus(n, group, int(time.time()) - n), have, None)
+        accepted = inn2.post_articles(group, articles, timeout=120)
+        print(f"  posted {accepted:,} in {time.perf_counter() - began:.1f} s", flush=True)
+    else:
+        print(f"reusing {group}: it holds {n:,} articles", flush=True)
+    state = group_state(group)
+    assert state is not None and state[0] == n, f"{group}: {state}, expected {n:,} articles"
+    return group, state[1], state[2]
+
+
+# ---- CPU from /proc -----------------------------------------------------------------------------
+
+
+def news_server_cpu(daemon: int) -> tuple[float, float]:
+    """CPU seconds so far of our nnrpd daemon with its children (live and reaped), and of innd."""
+    readers = 0.0
+    for pid in (daemon, *children(daemon)):
+        times = cpu_with_reaped(pid)
+        if times is not None:
+            readers += sum(times)
+    innd = cpu_with_reaped(int(Path("/run/news/innd.pid").read_text().split()[0]))
+    return readers, sum(innd) if innd else 0.0
+
+
+@dataclass
+class Run:
+    store: str
+    seconds: float
+    coordinator_s: float
+    workers_s: float
+    news_server_s: float
+    innd_s: float
+    peak_rss_mb: float
+    articles: int
+
+
+def run_indexer(store: str, url: str, data_dir: Path, group: str, port: int, daemon: int, n: int) -> Run:
+    env = settings_env(url, data_dir)
+    subprocess.run(
+        [sys.executable, "-m", "usenet_indexer", "groups", "add", group, "--all-history"],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "usenet_indexer",
+        "run",
+        "--exit-when-done",
+        f"--nntp-host={inn2.HOST}",
+        f"--nntp-port={port}",
+        "--port=0",
+        "--view=plain",
+    ]
+    log = data_dir / "run.log"
+    server_before = news_server_cpu(daemon)
+    began = time.perf_counter()
+    deadline = time.monotonic() + 1800
+    peak = 0.0
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+    # Wait without reaping (WNOWAIT): run's zombie still shows its own CPU and its reaped workers'.
+    while os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+        peak = max(peak, peak_rss_mb(process.pid) or 0.0)
+        if time.monotonic() > deadline:
+            process.kill()
+            break
+        time.sleep(0.02)
+    seconds = time.perf_counter() - began
+    times = cpu_with_reaped(process.pid)
+    code = process.wait()
+    server, innd = (
+        after - before for after, before in zip(news_server_cpu(daemon), server_before, strict=True)
+    )
+    if code != 0 or times is None:
+        raise SystemExit(f"run on {store} ended with {code}:\n{log.read_text()[-4000:]}")
+    articles = check_catalog(url, n)
+    return Run(store, seconds, times[0], times[1], server, innd, peak, articles)
+
+
+def check_catalog(url: str, n: int) -> int:
+    """Every posted article in the catalog's releases exactly once; how many it holds."""
+    seen = bytearray(n)
+    duplicates = strays = held = 0
+    db = connect(url)
+    try:
+        for row in query(db, "SELECT segments FROM releases"):
+            for f in unpack_segments(bytes(row["segments"])):
+                for message_id in f.message_id_list():
+                    held += 1
+                    match = _OURS.match(message_id)
+                    if match is None or int(match.group(1)) >= n:
+                        strays += 1
+                    elif seen[int(match.group(1))]:
+                        duplicates += 1
+                    else:
+                        seen[int(match.group(1))] = 1
+    finally:
+        db.close()
+    missing = n - sum(seen)
+    if missing or duplicates or strays:
+        raise SystemExit(
+            f"the catalog holds {held:,} segments: {missing:,} posted articles missing, "
+            f"{duplicates:,} held twice, {strays:,} not posted"
+        )
+    return held
+
+
+# ---- main ---------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="200,000 articles (default 1,000,000)")
+    parser.add_argument("--articles", type=int, default=None, help="articles in the corpus")
+    parser.add_argument("--keep", action="store_true", help="keep the data directories and logs")
+    parser.add_argument(
+        "--stores", nargs="+", choices=("sqlite", "postgresql"), default=["sqlite", "postgresql"]
+    )
+    args = parser.parse_args()
+    n = args.articles or (200_000 if args.quick else 1_000_000)
+    group, low, high = ensure_corpus(n)
+    result: dict[str, object] = {"n": n, "group": group}
+    keep = contextlib.nullcontext(tempfile.mkdtemp(prefix="uibench-e2e")) if args.keep else None
+    with keep or tempfile.TemporaryDirectory(prefix="uibench-e2e") as folder:
+        if args.keep:
+            print(f"data directories and logs kept in {folder}", flush=True)
+        port = free_port()
+        daemon = inn2.ReaderDaemon(port, Path(folder) / "nnrpd.log")
+        daemon.start()
+        try:
+            assert daemon.pgid is not None
+            chunks = fetch.chunks_of(high, CHUNK)
+            chunks = [(max(first, low), last) for first, last in chunks if last >= low]
+            bare = []
+            for _ in range(2):
+                server_before = news_server_cpu(daemon.pgid)
+                seconds, lines = fetch.run_bare(CONNECTIONS, chunks, False, group, port)
+                if lines != n:
+                    raise SystemExit(f"the bare reader got {lines:,} overview lines, expected {n:,}")
+                bare.append((seconds, news_server_cpu(daemon.pgid)[0] - server_before[0]))
+            bare_s, bare_server = min(bare)
+            result["bare_s"] = round(bare_s, 2)
+            result["us_per_header_news_server_bare"] = round(bare_server / n * 1e6, 2)
+            print(
+                f"bare OVER reader, {CONNECTIONS} connections: {bare_s:.2f} s "
+                f"({n / bare_s:,.0f} headers/s), news server {bare_server / n * 1e6:.2f} core-µs/header",
+                flush=True,
+            )
+            for store in args.stores:
+                data_dir = Path(folder) / store
+                if store == "sqlite":
+                    run = run_indexer(
+                        store,
+                        f"sqlite:///{data_dir / 'usenet-indexer.db'}",
+                        data_dir,
+                        group,
+                        port,
+                        daemon.pgid,
+                        n,
+                    )
+                else:
+                    with postgres_database() as url:
+                        run = run_indexer(store, url, data_dir, group, port, daemon.pgid, n)
+                report(run, n, bare_s, result)
+        finally:
+            daemon.stop()
+    if "sqlite" in args.stores:
+        for key in (
+            "us_per_header_coordinator",
+            "us_per_header_workers",
+            "us_per_header_news_server",
+            "us_per_header_ours",
+            "edge_cores_per_coordinator_core",
+            "coordinator_peak_rss_mb",
+        ):
+            result[key] = result[f"{key}_sqlite"]
+    emit(result)
+
+
+def report(run: Run, n: int, bare_s: float, result: dict[str, object]) -> None:
+    suffix = "sqlite" if run.store == "sqlite" else "pg"
+    per = {
+        "coordinator": run.coordinator_s / n * 1e6,
+        "workers": run.workers_s / n * 1e6,
+        "news_server": run.news_server_s / n * 1e6,
+        "innd": run.innd_s / n * 1e6,
+    }
+    edge_per_coordinator = run.workers_s / run.coordinator_s if run.coordinator_s else float("inf")
+    print(
+        f"run on {run.store}: {run.seconds:.2f} s ({n / run.seconds:,.0f} headers/s), "
+        f"{run.seconds / bare_s:.2f} × the bare reader; core-µs per header: coordinator "
+        f"{per['coordinator']:.2f}, workers {per['workers']:.2f}, news server {per['news_server']:.2f} "
+        f"(innd {per['innd']:.2f}); "
+        f"edge cores per coordinator core {edge_per_coordinator:.2f}; coordinator peak RSS "
+        f"{run.peak_rss_mb:.0f} MB; catalog holds all {run.articles:,} articles once",
+        flush=True,
+    )
+    result[f"run_s_{suffix}"] = round(run.seconds, 2)
+    result[f"ratio_{suffix}"] = round(run.seconds / bare_s, 2)
+    for name, value in per.items():
+        result[f"us_per_header_{name}_{suffix}"] = round(value, 2)
+    result[f"us_per_header_ours_{suffix}"] = round(per["coordinator"] + per["workers"], 2)
+    result[f"edge_cores_per_coordinator_core_{suffix}"] = round(edge_per_coordinator, 2)
+    result[f"coordinator_peak_rss_mb_{suffix}"] = round(run.peak_rss_mb)
+
+
+if __name__ == "__main__":
+    main()
