@@ -636,7 +636,7 @@ def run(
 ) -> None:
     """Run everything on this machine: the coordinator with all its loops and edge workers as child
     processes. Needs a news server, like `serve`. Ctrl-C stops; the next `run` resumes."""
-    from usenet_indexer.local.run import RunError, RunOptions, run_settings, run_until_stopped
+    from usenet_indexer.local.run import RunError, RunOptions, early_run, run_settings, run_until_stopped
 
     if view not in ("auto", "live", "plain"):
         fail(f"--view: auto, live or plain, not {view!r}")
@@ -674,12 +674,21 @@ def run(
     options = RunOptions(batch_articles=batch_articles)
     if workers is not None:
         options.workers = workers
-    ctx.find_root().obj = run_settings(settings, options.workers)
-    services = services_of(ctx)
+    settings = run_settings(settings, options.workers)
+    ctx.find_root().obj = settings
     try:
+        # The workers start while the store is opened and migrated (local/run.py, LocalRun).
+        local = early_run(settings, options, view)
+    except RunError as error:
+        fail(str(error))
+    try:
+        services = services_of(ctx)
         services.blobs.check()  # a bucket that is not there: said now, not as every chunk's failure
-    except BlobError as error:
-        fail(f"storage: {error}")
+    except BaseException as error:
+        local.stop()
+        if isinstance(error, BlobError):
+            fail(f"storage: {error}")
+        raise
     try:
         code = run_until_stopped(
             services,
@@ -687,6 +696,7 @@ def run(
             view_mode=view,
             exit_when_done=exit_when_done,
             status_seconds=status_seconds,
+            local=local,
         )
     except RunError as error:
         fail(str(error))
