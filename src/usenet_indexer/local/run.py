@@ -135,12 +135,11 @@ class LocalRun:
     def start(self, services: Services) -> None:
         self.services = services
         tune_gc()
-        if not self._tokens:
-            self._tokens = {slot: new_token() for slot in range(1, len(self.worker_names) + 1)}
+        tokens = self._worker_tokens()
         for slot, name in enumerate(self.worker_names, start=1):
             # A node of its own per worker slot, with this run's token: a worker of an earlier run
             # cannot post. Stored before the server answers the workers' first requests.
-            services.nodes.issue(name, self._tokens[slot])
+            services.nodes.issue(name, tokens[slot])
         if self._socket is None:
             self._listen()
         self._start_server()
@@ -170,7 +169,7 @@ class LocalRun:
 
     def _start_server(self) -> None:
         assert self.services is not None and self._socket is not None
-        server = uvicorn.Server(http_config(create_app(self.services), self.settings))
+        server = uvicorn.Server(http_config(create_app(self.services), self.services.settings))
         # Not the main thread: uvicorn then leaves the signals to us (stop order matters, see above).
         listening = self._socket
         thread = threading.Thread(
@@ -183,10 +182,14 @@ class LocalRun:
             raise RunError(f"the coordinator's HTTP server did not start on {self.url}: see the log above")
         self._server, self._server_thread = server, thread
 
-    def _start_workers(self) -> None:
+    def _worker_tokens(self) -> dict[int, str]:
+        """This run's token of each worker slot, made once (before the store is open, if need be)."""
         if not self._tokens:
             self._tokens = {slot: new_token() for slot in range(1, len(self.worker_names) + 1)}
-        tokens = self._tokens
+        return self._tokens
+
+    def _start_workers(self) -> None:
+        tokens = self._worker_tokens()
         args = [
             "edge",
             f"--batch-articles={self.options.batch_articles}",
