@@ -809,6 +809,13 @@ def edge(
     lane: Annotated[
         str | None, typer.Option(help="Hold a group lane (history or tail): ranges in order, a window kept")
     ] = None,
+    complete_first: Annotated[
+        bool,
+        typer.Option(
+            "--complete-first",
+            help="Finish a range's last batch before leasing the next (several workers on few groups)",
+        ),
+    ] = False,
 ) -> None:
     """Run an edge worker: lease ranges from the coordinator, index them, post batches.
 
@@ -842,6 +849,7 @@ def edge(
             f"--batch-articles={batch_articles}",
             f"--idle-seconds={idle_seconds}",
             "--processes=1",
+            *(["--complete-first"] if complete_first else []),
         ]
         if ranges is not None:
             args.append(f"--ranges={ranges}")
@@ -858,7 +866,13 @@ def edge(
 
     tune_gc()
     with NodeClient(url, token, sleep=pause, ca_file=authority) as client:
-        worker = EdgeWorker(client, batch_articles=batch_articles, stop=stop, idle_seconds=idle_seconds)
+        worker = EdgeWorker(
+            client,
+            batch_articles=batch_articles,
+            stop=stop,
+            idle_seconds=idle_seconds,
+            complete_first=complete_first,
+        )
         try:
             if lane is None:
                 worker.run(max_ranges=ranges)

@@ -124,6 +124,7 @@ class EdgeWorker:
         batch_articles: int = DEFAULT_BATCH_ARTICLES,
         stop: threading.Event | None = None,
         idle_seconds: float = IDLE_SECONDS,
+        complete_first: bool = False,
     ) -> None:
         if batch_articles < 1:
             raise ValueError(f"--batch-articles must be at least 1, not {batch_articles}")
@@ -131,6 +132,13 @@ class EdgeWorker:
         self.batch_articles = batch_articles
         self.stop = stop or threading.Event()
         self.idle_seconds = idle_seconds
+        # Finish completing the last range before asking for the next one. A range being completed
+        # (its last batch posted, then finished) still holds one of its group's leases (two at most):
+        # with two workers on one group, a worker that leased its next range meanwhile held both, and
+        # the other was turned away range after range (under `run`, 7 of 8 ranges went to one
+        # worker; issue 17). `run` sets it when it has several workers; one worker alone keeps the
+        # overlap.
+        self.complete_first = complete_first
         self._rules: dict[int, RuleSet] = {}
         self._completing: deque[threading.Thread] = deque()
         self._inflater = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inflate")
@@ -152,6 +160,8 @@ class EdgeWorker:
         ranges = 0
         idle = min(FIRST_IDLE_SECONDS, self.idle_seconds)
         while not self.stop.is_set() and (max_ranges is None or ranges < max_ranges):
+            if self.complete_first:
+                self.wait_for_completion()
             try:
                 lease = self.client.lease()
             except (ApiError, OSError) as error:

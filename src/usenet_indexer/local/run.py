@@ -195,6 +195,8 @@ class LocalRun:
             f"--batch-articles={self.options.batch_articles}",
             f"--idle-seconds={self.options.idle_seconds}",
             "--processes=1",
+            # Several workers: each finishes a range before it takes the next (edge/worker.py).
+            *(["--complete-first"] if self.options.workers > 1 else []),
         ]
 
         def env_for(slot: int) -> dict[str, str]:
