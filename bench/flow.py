@@ -13,6 +13,7 @@ bench/e2e.py's corpus (posted to the test INN2 once, reused), then ``usenet-inde
 
     uv run python bench/flow.py --quick          # 200,000 articles
     uv run python bench/flow.py                  # 1,000,000
+    uv run python bench/flow.py --group NAME     # a group already on the test INN2, all of it
     PYTHONPATH=/path/to/other/checkout/src uv run python bench/flow.py   # another version of the code
 
 Last line: one JSON object.
@@ -71,9 +72,10 @@ def main() -> None:
     parser.add_argument("--articles", type=int, default=None)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--keep", action="store_true", help="keep the data directory and log")
+    parser.add_argument("--group", default=None, help="a group on the test INN2 instead of the corpus")
     args = parser.parse_args()
     n = args.articles or (200_000 if args.quick else 1_000_000)
-    group, _low, _high = ensure_corpus(n)
+    group = args.group or ensure_corpus(n)[0]
     folder = tempfile.mkdtemp(prefix="uibench-flow")
     data_dir = Path(folder)
     url = f"sqlite:///{data_dir / 'bench.db'}"
@@ -137,9 +139,12 @@ def main() -> None:
             "JOIN nodes n ON n.id = l.node_id",
         )
         fetched = query(db, "SELECT min(fetched_at) AS a, max(fetched_at) AS b FROM fetched_chunks")[0]
-        stored = query(db, "SELECT min(stored_at) AS a, max(stored_at) AS b FROM batch_log")[0]
+        stored = query(
+            db, "SELECT min(stored_at) AS a, max(stored_at) AS b, sum(headers) AS n FROM batch_log"
+        )[0]
     finally:
         db.close()
+    n = int(stored["n"])  # every article of the group (or corpus) was indexed by then
     per_worker: dict[str, int] = {}
     for g in grants:
         per_worker[str(g["name"])] = per_worker.get(str(g["name"]), 0) + 1
