@@ -2,10 +2,10 @@
 
 A stream waiting for its next chunk polls the spool (and the corpus), every 0.5 s at first and every
 2 s after a while (``node_api.frames``), which keeps 500 waiting streams cheap. But a worker waiting on
-a chunk the prefetcher of this very process had just stored then sat idle for up to those 2 s, chunk
-after chunk, at the start of every range: in a `run` of 200,000 articles a worker took 3.3 s for a
-range of one chunk that was in the spool 1.5 s before it was streamed (issue 17). So the prefetcher
-says when it has recorded a chunk, and the streams waiting on that range wake at once. Polling stays:
+a chunk the prefetcher of this very process had just stored then sat idle for up to those 2 s: in a
+`run` of 200,000 articles a range of one chunk ended 3.3 s after its lease, its chunk recorded 1.6 s
+after the lease (issue 17). So the prefetcher says when it has recorded a chunk, and the streams
+waiting on that range wake at once. Polling stays:
 another coordinator's prefetcher, or the corpus fill, store chunks this process is not told of.
 
 The prefetcher runs on its own threads and event loop, a stream on the HTTP server's loop: waking
