@@ -27,6 +27,12 @@ the steadier figure.
     uv run python bench/e2e.py --quick     # 200,000 articles
     uv run python bench/e2e.py             # 1,000,000
     uv run python bench/e2e.py --stores sqlite
+    uv run python bench/e2e.py --stores sqlite --kill 2   # and again with 2 workers SIGKILLed mid-run
+
+``--kill K`` runs each store a second time and SIGKILLs a worker holding a range K times, at evenly
+spaced moments of the clean run's time (issue 17: two ``kill -9`` made a 1M run take 150 s instead of
+11, its leases waiting out the TTL): it prints that run's time against the clean one's and, per kill,
+how long the killed lease stayed held (from the kill to its end in the lease log).
 
 Needs INN2 (scripts/inn2-setup.sh, run here: root) and, for PostgreSQL, the server of the tests. The
 last line printed is one JSON object with the figures (unsuffixed per-process figures are SQLite's).
@@ -40,6 +46,7 @@ import itertools
 import os
 import random
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -52,7 +59,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 sys.path[:0] = [str(ROOT), str(ROOT.parent)]
 
-from tests.e2e.processes import free_port, settings_env
+from tests.e2e.processes import child, free_port, settings_env
 from tests.support import inn2
 from tests.support.store import query
 
@@ -68,7 +75,7 @@ _OURS = re.compile(r"<?e2e(\d{8})\.")
 
 
 def group_name(n: int) -> str:
-    return f"alt.binaries.bench.e2e.v2.s{SEED}.n{n}"
+    return f"alt.binaries.bench.e2e.v3.s{SEED}.n{n}"
 
 
 def corpus(n: int, group: str, start_time: int) -> Iterator[inn2.Article]:
@@ -80,9 +87,16 @@ def corpus(n: int, group: str, start_time: int) -> Iterator[inn2.Article]:
     # One plan for the whole corpus (release names are numbered within a plan: two plans would post
     # releases of the same name and poster, whose parts then merge as reposts), posted a slice of
     # releases at a time (the Posting of a million articles would be a large list).
-    # Obfuscated sets left out: their names are in PAR2 bodies, which these articles do not carry, so
-    # the probe would retry them for minutes (a header benchmark; bench/obfuscation.py measures those).
-    releases = [r for r in sample.plan(rng, n // 70 + 100, group) if r.scheme == "named"]
+    releases = []
+    names: set[str] = set()
+    for release in sample.plan(rng, n // 40 + 100, group):
+        # Obfuscated sets left out: their names are in PAR2 bodies, which these articles do not carry,
+        # so the probe would retry them for minutes (bench/obfuscation.py measures those). A name
+        # planned twice is left out too: the second set's parts are the first's reposted (the same
+        # files, the same one-part .par2), and the catalog rightly keeps one of each.
+        if release.scheme == "named" and release.collection not in names:
+            names.add(release.collection)
+            releases.append(release)
     index = 0
     for first in range(0, len(releases), 200):
         batch = releases[first : first + 200]
@@ -165,10 +179,73 @@ class Run:
     innd_s: float
     peak_rss_mb: float
     articles: int
+    held_after_kill_s: list[float]
 
 
-def run_indexer(store: str, url: str, data_dir: Path, group: str, port: int, daemon: int, n: int) -> Run:
-    env = settings_env(url, data_dir)
+class Killer:
+    """SIGKILLs a worker of ``run`` that holds a range, at each of ``at`` (seconds into the run), and
+    measures how long each killed lease stayed held: until the lease log ends it (given back, taken
+    over, finished), or the range is leased again."""
+
+    def __init__(self, url: str, supervisor: int, at: list[float]) -> None:
+        self.db = connect(url) if at else None
+        self.supervisor = supervisor
+        self.at = sorted(at)
+        self.pending: list[tuple[int, int, float]] = []  # range, epoch, killed at
+        self.held_s: list[float] = []
+
+    def poll(self, elapsed: float) -> None:
+        if self.db is None:
+            return
+        if self.at and elapsed >= self.at[0] and self._kill():
+            self.at.pop(0)
+        for pending in list(self.pending):
+            range_id, epoch, killed_at = pending
+            ended = query(
+                self.db,
+                "SELECT 1 FROM lease_log WHERE range_id = :r AND epoch >= :e "
+                "AND (epoch > :e OR ended_at IS NOT NULL)",
+                {"r": range_id, "e": epoch},
+            )
+            if ended:
+                self.pending.remove(pending)
+                self.held_s.append(time.monotonic() - killed_at)
+
+    def _kill(self) -> bool:
+        assert self.db is not None
+        rows = query(
+            self.db,
+            "SELECT r.id, r.epoch, n.name FROM ranges r JOIN nodes n ON n.id = r.node_id "
+            "WHERE r.status = 'leased' ORDER BY r.id",
+        )
+        for row in rows:
+            slot = int(str(row["name"]).rsplit("-", 1)[1])  # run's workers are <host>-worker-N
+            pid = child(self.supervisor, slot)
+            if pid is None:
+                continue
+            os.kill(pid, signal.SIGKILL)
+            self.pending.append((int(row["id"]), int(row["epoch"]), time.monotonic()))
+            print(f"  killed worker {slot} (pid {pid}) holding range {row['id']}", flush=True)
+            return True
+        return False
+
+    def close(self) -> None:
+        if self.db is not None:
+            self.db.close()
+
+
+def run_indexer(
+    store: str,
+    url: str,
+    data_dir: Path,
+    group: str,
+    port: int,
+    daemon: int,
+    n: int,
+    compression: str | None,
+    kill_at: list[float] | None = None,
+) -> Run:
+    env = settings_env(url, data_dir, **({"nntp_compression": compression} if compression else {}))
     subprocess.run(
         [sys.executable, "-m", "usenet_indexer", "groups", "add", group, "--all-history"],
         env=env,
@@ -193,14 +270,18 @@ def run_indexer(store: str, url: str, data_dir: Path, group: str, port: int, dae
     peak = 0.0
     with log.open("wb") as out:
         process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+    killer = Killer(url, process.pid, kill_at or [])
     # Wait without reaping (WNOWAIT): run's zombie still shows its own CPU and its reaped workers'.
     while os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
         peak = max(peak, peak_rss_mb(process.pid) or 0.0)
         if time.monotonic() > deadline:
             process.kill()
             break
+        killer.poll(time.perf_counter() - began)
         time.sleep(0.02)
     seconds = time.perf_counter() - began
+    killer.poll(seconds)
+    killer.close()
     times = cpu_with_reaped(process.pid)
     code = process.wait()
     server, innd = (
@@ -209,7 +290,9 @@ def run_indexer(store: str, url: str, data_dir: Path, group: str, port: int, dae
     if code != 0 or times is None:
         raise SystemExit(f"run on {store} ended with {code}:\n{log.read_text()[-4000:]}")
     articles = check_catalog(url, n)
-    return Run(store, seconds, times[0], times[1], server, innd, peak, articles)
+    if killer.at:
+        raise SystemExit(f"run on {store} ended before {len(killer.at)} of its kills")
+    return Run(store, seconds, times[0], times[1], server, innd, peak, articles, killer.held_s)
 
 
 def check_catalog(url: str, n: int) -> int:
@@ -233,9 +316,10 @@ def check_catalog(url: str, n: int) -> int:
         db.close()
     missing = n - sum(seen)
     if missing or duplicates or strays:
+        first_missing = [index for index, flag in enumerate(seen) if not flag][:5]
         raise SystemExit(
-            f"the catalog holds {held:,} segments: {missing:,} posted articles missing, "
-            f"{duplicates:,} held twice, {strays:,} not posted"
+            f"the catalog holds {held:,} segments: {missing:,} posted articles missing (in posting order: "
+            f"{first_missing}…), {duplicates:,} held twice, {strays:,} not posted"
         )
     return held
 
@@ -251,12 +335,21 @@ def main() -> None:
     parser.add_argument("--articles", type=int, default=None, help="articles in the corpus")
     parser.add_argument("--keep", action="store_true", help="keep the data directories and logs")
     parser.add_argument(
+        "--nntp-compression",
+        default=None,
+        help="the run's nntp_compression (default: the default, auto; deflate is what auto did before "
+        "issue 17 with INN2)",
+    )
+    parser.add_argument(
         "--stores", nargs="+", choices=("sqlite", "postgresql"), default=["sqlite", "postgresql"]
+    )
+    parser.add_argument(
+        "--kill", type=int, default=0, metavar="K", help="run each store again with K workers SIGKILLed"
     )
     args = parser.parse_args()
     n = args.articles or (200_000 if args.quick else 1_000_000)
     group, low, high = ensure_corpus(n)
-    result: dict[str, object] = {"n": n, "group": group}
+    result: dict[str, object] = {"n": n, "group": group, "nntp_compression": args.nntp_compression or "auto"}
     keep = contextlib.nullcontext(tempfile.mkdtemp(prefix="uibench-e2e")) if args.keep else None
     with keep or tempfile.TemporaryDirectory(prefix="uibench-e2e") as folder:
         if args.keep:
@@ -284,21 +377,25 @@ def main() -> None:
                 flush=True,
             )
             for store in args.stores:
-                data_dir = Path(folder) / store
-                if store == "sqlite":
-                    run = run_indexer(
-                        store,
-                        f"sqlite:///{data_dir / 'usenet-indexer.db'}",
-                        data_dir,
-                        group,
-                        port,
-                        daemon.pgid,
-                        n,
-                    )
-                else:
+
+                def run_on(data_dir: Path, kill_at: list[float] | None = None, store: str = store) -> Run:
+                    assert daemon.pgid is not None
+                    if store == "sqlite":
+                        url = f"sqlite:///{data_dir / 'usenet-indexer.db'}"
+                        return run_indexer(
+                            store, url, data_dir, group, port, daemon.pgid, n, args.nntp_compression, kill_at
+                        )
                     with postgres_database() as url:
-                        run = run_indexer(store, url, data_dir, group, port, daemon.pgid, n)
+                        return run_indexer(
+                            store, url, data_dir, group, port, daemon.pgid, n, args.nntp_compression, kill_at
+                        )
+
+                run = run_on(Path(folder) / store)
                 report(run, n, bare_s, result)
+                if args.kill:
+                    at = [run.seconds * (i + 1) / (args.kill + 1) for i in range(args.kill)]
+                    killed = run_on(Path(folder) / f"{store}-kill", at)
+                    report_kills(killed, run, n, result)
         finally:
             daemon.stop()
     if "sqlite" in args.stores:
@@ -312,6 +409,21 @@ def main() -> None:
         ):
             result[key] = result[f"{key}_sqlite"]
     emit(result)
+
+
+def report_kills(killed: Run, clean: Run, n: int, result: dict[str, object]) -> None:
+    suffix = "sqlite" if killed.store == "sqlite" else "pg"
+    kills = len(killed.held_after_kill_s)
+    held = ", ".join(f"{s:.2f}" for s in killed.held_after_kill_s)
+    print(
+        f"run on {killed.store} with {kills} workers SIGKILLed: {killed.seconds:.2f} s "
+        f"({killed.seconds / clean.seconds:.2f} × the clean run's {clean.seconds:.2f} s); each killed "
+        f"lease held for {held} s after its kill; catalog holds all {killed.articles:,} articles once",
+        flush=True,
+    )
+    result[f"run_s_{suffix}_kill{kills}"] = round(killed.seconds, 2)
+    result[f"kill_ratio_{suffix}"] = round(killed.seconds / clean.seconds, 2)
+    result[f"held_after_kill_s_{suffix}"] = [round(s, 2) for s in killed.held_after_kill_s]
 
 
 def report(run: Run, n: int, bare_s: float, result: dict[str, object]) -> None:

@@ -843,7 +843,11 @@ def edge(
     from usenet_indexer.edge.supervisor import supervise, watch_parent
 
     watch_parent(stop)  # a supervised child stops when its supervisor is gone
+    from usenet_indexer.edge.client import NodeClient
+
     if count > 1 and not os.environ.get("EDGE_CHILD"):
+        from usenet_indexer.edge.supervisor import GIVE_BACK_RETRIES
+
         args = [
             "edge",
             f"--batch-articles={batch_articles}",
@@ -853,9 +857,19 @@ def edge(
         ]
         if ranges is not None:
             args.append(f"--ranges={ranges}")
-        raise typer.Exit(supervise(count, args, stop=stop, until_done=ranges is not None))
+        if lane is not None:
+            args.append(f"--lane={lane}")
 
-    from usenet_indexer.edge.client import NodeClient
+        def client_for(slot: int) -> NodeClient:
+            # The children share this node's token: the supervisor gives back exactly what the dead
+            # child's held-leases file names, never the node's other leases (edge/held.py).
+            return NodeClient(url, token, ca_file=authority, retries=GIVE_BACK_RETRIES)
+
+        raise typer.Exit(
+            supervise(count, args, stop=stop, until_done=ranges is not None, client_for=client_for)
+        )
+
+    from usenet_indexer.edge.held import HeldFile
     from usenet_indexer.edge.worker import EdgeWorker
     from usenet_indexer.runtime import tune_gc
 
@@ -865,7 +879,8 @@ def edge(
         stop.wait(seconds)
 
     tune_gc()
-    with NodeClient(url, token, sleep=pause, ca_file=authority) as client:
+    held = HeldFile.from_environment()  # supervised: what this worker holds, for its supervisor
+    with NodeClient(url, token, sleep=pause, ca_file=authority, held=held) as client:
         worker = EdgeWorker(
             client,
             batch_articles=batch_articles,

@@ -24,6 +24,34 @@ def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def environment(pid: int) -> dict[str, str]:
+    """Process ``pid``'s environment ({} once it is gone)."""
+    try:
+        raw = (Path("/proc") / str(pid) / "environ").read_bytes()
+    except OSError:
+        return {}
+    pairs = (entry.partition(b"=") for entry in raw.split(b"\0") if entry)
+    return {k.decode(errors="replace"): v.decode(errors="replace") for k, _, v in pairs}
+
+
+def supervised_by(pid: int) -> list[int]:
+    """Processes started by the supervisor ``pid`` (``run``, ``edge --processes``: their environment
+    names it), wherever they are now."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and environment(int(entry.name)).get("SUPERVISOR_PID") == str(pid):
+            found.append(int(entry.name))
+    return found
+
+
+def child(supervisor: int, slot: int) -> int | None:
+    """The pid of the supervisor's worker in ``slot`` (``EDGE_CHILD``; None while there is none)."""
+    for pid in supervised_by(supervisor):
+        if environment(pid).get("EDGE_CHILD") == str(slot):
+            return pid
+    return None
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.processes import settings_env
+from tests.e2e.processes import settings_env, supervised_by
 from tests.support.generated import stored_catalog
 from tests.support.store import query
 from usenet_indexer.db import connect
@@ -54,9 +54,10 @@ def fast_server(feed: SampleFeed) -> Iterator[SampleServer]:
 
 
 def start_run(
-    database_url: str, data_dir: Path, news_port: int, log: Path, *extra: str
+    database_url: str, data_dir: Path, news_port: int, log: Path, *extra: str, **settings: object
 ) -> subprocess.Popen[bytes]:
-    env = settings_env(database_url, data_dir, **SIZES)
+    """``run`` with the test's sizes (``settings`` added to them, or replacing them)."""
+    env = settings_env(database_url, data_dir, **{**SIZES, **settings})
     command = [
         sys.executable,
         "-m",
@@ -106,10 +107,10 @@ def counts(database_url: str) -> dict[str, int]:
     return {**{str(r["status"]): int(r["n"]) for r in rows}, "batches": int(batches)}
 
 
-def catalog_and_audit(database_url: str) -> dict[str, dict[str, object]]:
+def catalog_and_audit(database_url: str, ttl: float = 120.0) -> dict[str, dict[str, object]]:
     db = connect(database_url)
     try:
-        report = audit(db, ttl=120.0, max_per_group=2)
+        report = audit(db, ttl=ttl, max_per_group=2)
         assert report.ok, report.problems
         return stored_catalog(db)
     finally:
@@ -182,21 +183,6 @@ def test_run_interrupted_by_ctrl_c_resumes_to_the_same_catalog(
     finally:
         db.close()
     assert named[0]["n"] > 0
-
-
-def supervised_by(pid: int) -> list[int]:
-    """Processes started by ``run`` process ``pid`` (their environment names it), wherever they are now."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if f"SUPERVISOR_PID={pid}".encode() in environ:
-            found.append(int(entry.name))
-    return found
 
 
 def test_workers_do_not_outlive_a_killed_run(

@@ -34,6 +34,7 @@ from usenet_indexer.storage.blobs import BlobError, BlobTooLarge
 from usenet_indexer.storage.corpus import CorpusRange
 from usenet_indexer.wire.batch import BatchError, check_authority, decode_batch
 from usenet_indexer.wire.frames import STREAM_HEADER, encode_end, encode_frame_parts, encode_keepalive
+from usenet_indexer.wire.held import Held
 
 log = get_logger(__name__)
 
@@ -41,6 +42,10 @@ MAX_ID = 2**63 - 1
 Id = Annotated[int, Path(ge=1, le=MAX_ID)]
 Epoch = Annotated[int, Query(ge=1, le=MAX_ID, description="The lease's epoch (fencing token)")]
 LaneParam = Annotated[str, Query(description="history or tail")]
+Reclaim = Annotated[
+    bool,
+    Query(description="Given back by the supervisor of a worker that died (logged as 'reclaimed')"),
+]
 POLL_SECONDS = 0.5  # a waiting stream looks for its chunk this often at first …
 POLL_MAX_SECONDS = 2.0  # … and less often the longer it waits (500 waiting streams: 250 looks a second)
 # A snapshot body is handed to its blob writer in pieces this big, on a thread: an object store's
@@ -111,6 +116,13 @@ def node_router(services: Services, metrics: Metrics) -> APIRouter:
         )
         return lease_body(granted)
 
+    @router.get("/leases")
+    def leases(node_id: Node) -> Response:
+        """The node's live leases, in the held-leases format (edge/held.py): for the supervisor of a
+        worker that died, when the node was that worker's alone (issue 17)."""
+        held = Held(frozenset(services.ranges.of_node(node_id)), frozenset(services.lanes.of_node(node_id)))
+        return Response(held.encode(), media_type="application/json")
+
     @router.get("/rules/{version}")
     def rules(version: Annotated[int, Path(ge=0, le=2**31)], node_id: Node) -> Response:
         """The rule set a lease names (its ``rule_version``), as JSON (indexing/rules.py)."""
@@ -166,9 +178,12 @@ def node_router(services: Services, metrics: Metrics) -> APIRouter:
         return {"ok": True, "headers": done.headers}
 
     @router.post("/ranges/{range_id}/release")
-    def release(range_id: Id, epoch: Epoch, node_id: Node) -> dict[str, bool]:
-        services.ranges.release(range_id, node_id, epoch)
-        return {"ok": True}
+    def release(range_id: Id, epoch: Epoch, node_id: Node, reclaim: Reclaim = False) -> dict[str, Any]:
+        """Back to planned, or finished when read to its end (leases/ranges.py ``release``)."""
+        outcome = services.ranges.release(range_id, node_id, epoch, reclaim=reclaim)
+        if outcome == "finished":
+            services.spool.remove(range_id)
+        return {"ok": True, "outcome": outcome}
 
     @router.post("/ranges/{range_id}/corrupt")
     def corrupt(range_id: Id, epoch: Epoch, report: CorruptReport, node_id: Node) -> dict[str, Any]:
@@ -231,8 +246,10 @@ def node_router(services: Services, metrics: Metrics) -> APIRouter:
         return {"ok": True}
 
     @router.post("/groups/{group_id}/release")
-    def release_group(group_id: Id, lane: LaneParam, epoch: Epoch, node_id: Node) -> dict[str, bool]:
-        services.lanes.release(group_id, node_id, lane, epoch)
+    def release_group(
+        group_id: Id, lane: LaneParam, epoch: Epoch, node_id: Node, reclaim: Reclaim = False
+    ) -> dict[str, bool]:
+        services.lanes.release(group_id, node_id, lane, epoch, reclaim=reclaim)
         return {"ok": True}
 
     @router.put("/groups/{group_id}/snapshot")

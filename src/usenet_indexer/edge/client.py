@@ -3,6 +3,10 @@
 Network errors and 5xx are retried with exponential backoff (jittered, capped at 60 s, 8 tries): a
 coordinator restarting must not cost a worker its range. 409 is a lost lease (LeaseLost), never
 retried: the worker stops that range at once.
+
+Under a supervisor the client records every lease it is granted in the worker's held-leases file
+(edge/held.py) before handing it over, and removes it once it ended (finished, released, reported
+corrupt, or refused as lost), so that the supervisor can give back exactly these if the worker dies.
 """
 
 from __future__ import annotations
@@ -16,9 +20,11 @@ from typing import Any
 
 import httpx
 
+from usenet_indexer.edge.held import HeldFile
 from usenet_indexer.leases.errors import LeaseLost
 from usenet_indexer.logs import get_logger
 from usenet_indexer.wire.batch import BATCH_MEDIA_TYPE
+from usenet_indexer.wire.held import Held, decode_held
 
 log = get_logger(__name__)
 
@@ -79,11 +85,18 @@ class NodeClient:
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
         ca_file: str | None = None,
+        held: HeldFile | None = None,
+        retries: int = RETRIES,
     ) -> None:
         """``ca_file``: the certificate (PEM) an https coordinator's is checked against, when it is not
-        signed by a public CA (COORDINATOR_CA); without it, the system's CAs."""
+        signed by a public CA (COORDINATOR_CA); without it, the system's CAs. ``held``: where a
+        supervised worker records its leases (edge/held.py). ``retries``: tries per call."""
+        if retries < 1:
+            raise ValueError(f"retries must be at least 1, not {retries}")
         self.base_url = base_url.rstrip("/")
         self._sleep = sleep
+        self.held = held
+        self.retries = retries
         self._http = httpx.Client(
             base_url=self.base_url,
             headers={"Authorization": f"Bearer {token}", "User-Agent": "usenet-indexer-edge/1"},
@@ -105,7 +118,7 @@ class NodeClient:
 
     def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         """``method path`` with retries; the response for < 400 and 404; LeaseLost for 409."""
-        for attempt in range(1, RETRIES + 1):
+        for attempt in range(1, self.retries + 1):
             try:
                 response = self._http.request(method, f"{API}/{path}", **kwargs)
             except httpx.TransportError as error:
@@ -118,8 +131,8 @@ class NodeClient:
                 if response.status_code < 500:
                     raise ApiError(f"{method} {path}: HTTP {response.status_code}: {_reason(response)}")
                 failure = f"HTTP {response.status_code}"
-            if attempt == RETRIES:
-                raise ApiError(f"{method} {path}: gave up after {RETRIES} tries ({failure})")
+            if attempt == self.retries:
+                raise ApiError(f"{method} {path}: gave up after {self.retries} tries ({failure})")
             wait = backoff(attempt)
             log.warning("coordinator.retry", call=f"{method} {path}", failure=failure, wait=round(wait, 1))
             self._sleep(wait)
@@ -129,7 +142,16 @@ class NodeClient:
 
     def lease(self) -> Lease | None:
         response = self.request("POST", "lease")
-        return None if response.status_code == 204 else Lease.from_json(response.json())
+        return None if response.status_code == 204 else self._holding(Lease.from_json(response.json()))
+
+    def _holding(self, lease: Lease) -> Lease:
+        if self.held is not None:
+            self.held.hold_range(lease.range_id, lease.epoch)
+        return lease
+
+    def node_leases(self) -> Held:
+        """This node's live leases (the coordinator's view, in the held-leases format)."""
+        return decode_held(self.request("GET", "leases").content)
 
     def rules(self, version: int) -> str:
         return self.request("GET", f"rules/{version}").text
@@ -179,17 +201,37 @@ class NodeClient:
         result: dict[str, Any] = response.json()
         return result
 
-    def call(self, range_id: int, epoch: int, action: str) -> dict[str, Any]:
-        """heartbeat, finish or release."""
-        result: dict[str, Any] = self.request(
-            "POST", f"ranges/{range_id}/{action}", params={"epoch": epoch}
-        ).json()
+    def call(self, range_id: int, epoch: int, action: str, *, reclaim: bool = False) -> dict[str, Any]:
+        """heartbeat, finish or release (``reclaim``: on behalf of a worker that died)."""
+        params: dict[str, int | str] = {"epoch": epoch}
+        if reclaim:
+            params["reclaim"] = "true"
+        try:
+            result: dict[str, Any] = self.request("POST", f"ranges/{range_id}/{action}", params=params).json()
+        except LeaseLost:
+            self._ended(range_id, epoch)
+            raise
+        if action != "heartbeat":
+            self._ended(range_id, epoch)
         return result
+
+    def _ended(self, range_id: int, epoch: int) -> None:
+        if self.held is not None:
+            self.held.drop_range(range_id, epoch)
+
+    def forget(self, lease: Lease) -> None:
+        """The worker stops ``lease``'s range without giving it back (it was lost)."""
+        self._ended(lease.range_id, lease.epoch)
 
     def corrupt(self, range_id: int, epoch: int, chunk_from: int, crc: int | None = None) -> dict[str, Any]:
         """Report a chunk that does not inflate; ``crc``: the CRC-32 of its bytes as streamed."""
         body: dict[str, int] = {"from": chunk_from} if crc is None else {"from": chunk_from, "crc": crc}
-        response = self.request("POST", f"ranges/{range_id}/corrupt", params={"epoch": epoch}, json=body)
+        try:
+            response = self.request("POST", f"ranges/{range_id}/corrupt", params={"epoch": epoch}, json=body)
+        except LeaseLost:
+            self._ended(range_id, epoch)
+            raise
+        self._ended(range_id, epoch)  # replanned or failed: the lease has ended
         result: dict[str, Any] = response.json()
         return result
 
@@ -197,14 +239,34 @@ class NodeClient:
 
     def lease_group(self, lane: str) -> dict[str, Any] | None:
         response = self.request("POST", "groups/lease", params={"lane": lane})
-        return None if response.status_code == 204 else dict(response.json())
+        if response.status_code == 204:
+            return None
+        granted = dict(response.json())
+        if self.held is not None:
+            self.held.hold_lane(int(granted["group"]["id"]), lane, int(granted["group"]["epoch"]))
+        return granted
 
     def next_range(self, group_id: int, lane: str, epoch: int) -> Lease | None:
         response = self.request("POST", f"groups/{group_id}/next", params={"lane": lane, "epoch": epoch})
-        return None if response.status_code == 204 else Lease.from_json(response.json())
+        return None if response.status_code == 204 else self._holding(Lease.from_json(response.json()))
 
-    def group_call(self, group_id: int, lane: str, epoch: int, action: str) -> None:
-        self.request("POST", f"groups/{group_id}/{action}", params={"lane": lane, "epoch": epoch})
+    def group_call(self, group_id: int, lane: str, epoch: int, action: str, *, reclaim: bool = False) -> None:
+        """heartbeat or release of a lane (``reclaim``: on behalf of a worker that died)."""
+        params: dict[str, int | str] = {"lane": lane, "epoch": epoch}
+        if reclaim:
+            params["reclaim"] = "true"
+        try:
+            self.request("POST", f"groups/{group_id}/{action}", params=params)
+        except LeaseLost:
+            self.forget_lane(group_id, lane, epoch)
+            raise
+        if action != "heartbeat":
+            self.forget_lane(group_id, lane, epoch)
+
+    def forget_lane(self, group_id: int, lane: str, epoch: int) -> None:
+        """The lane has ended (released, or lost)."""
+        if self.held is not None:
+            self.held.drop_lane(group_id, lane, epoch)
 
     def put_snapshot(self, group_id: int, lane: str, epoch: int, next_article: int, body: bytes) -> None:
         self.request(

@@ -106,6 +106,7 @@ def run_lanes(worker: EdgeWorker, lane: str, max_ranges: int | None = None) -> i
             log.info("lane.released", group=group, lane=lane)
         except LeaseLost as lost:
             log.warning("lane.lost", group=group, lane=lane, reason=lost.reason)
+            client.forget_lane(group_id, lane, epoch)
         finally:
             heartbeat.stop()
     return ranges
@@ -165,6 +166,7 @@ def run_lane_range(
         return window
     except LeaseLost as lost:
         log.warning("range.lease_lost", range=lease.range_id, reason=lost.reason)
+        client.forget(lease)
     except CorruptChunk as corrupt:
         log.warning("range.corrupt_chunk", range=lease.range_id, chunk=corrupt.first)
         try:

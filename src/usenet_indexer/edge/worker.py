@@ -244,6 +244,7 @@ class EdgeWorker:
         anything else gives the range back."""
         if isinstance(error, LeaseLost):
             log.warning("range.lease_lost", range=lease.range_id, reason=error.reason)
+            self.client.forget(lease)
             return
         if isinstance(error, CorruptChunk):
             log.warning("range.corrupt_chunk", range=lease.range_id, chunk=error.first, error=str(error))

@@ -157,6 +157,12 @@ class GroupLeases:
 
         return self.db.retrying(take)
 
+    def of_node(self, node_id: int) -> list[tuple[int, str, int]]:
+        """The node's live lane leases, as (group, lane, epoch)."""
+        with self.db.transaction(write=False) as tx:
+            rows = tx.run("node_lane_leases", {"node_id": node_id, "ttl": self.ttl})
+        return [(int(r["group_id"]), str(r["lane"]), int(r["epoch"])) for r in rows]
+
     def held_lane(self, group_id: int, node_id: int, lane: str, epoch: int) -> str:
         """The group's name if ``node_id`` holds its ``lane`` at ``epoch``; else LeaseLost."""
         with self.db.transaction(write=False) as tx:
@@ -170,7 +176,8 @@ class GroupLeases:
             if tx.one("group_lane_heartbeat", key) is None:
                 raise self._refused(tx, group_id, node_id, lane, epoch)
 
-    def release(self, group_id: int, node_id: int, lane: str, epoch: int) -> None:
+    def release(self, group_id: int, node_id: int, lane: str, epoch: int, *, reclaim: bool = False) -> None:
+        """The holder gives its lane up (``reclaim``: its supervisor, after the holder died; issue 17)."""
         lane = check_lane(lane)
         key = {"group_id": group_id, "lane": lane, "node_id": node_id, "epoch": epoch, "ttl": self.ttl}
         with self.db.transaction() as tx:
@@ -178,7 +185,7 @@ class GroupLeases:
             released = tx.one("group_lane_release", key)
             if released is None:
                 raise self._refused(tx, group_id, node_id, lane, epoch)
-            end_lane(tx, key, epoch, float(released["now"]), "released")
+            end_lane(tx, key, epoch, float(released["now"]), "reclaimed" if reclaim else "released")
 
     def record_snapshot(
         self, group_id: int, node_id: int, lane: str, epoch: int, *, next: int, size: int, location: str

@@ -169,6 +169,12 @@ class RangeLeases:
         assert row is not None
         return row
 
+    def of_node(self, node_id: int) -> list[tuple[int, int]]:
+        """The node's live range leases, as (range, epoch)."""
+        with self.db.transaction(write=False) as tx:
+            rows = tx.run("node_range_leases", {"node_id": node_id, "ttl": self.ttl})
+        return [(int(r["id"]), int(r["epoch"])) for r in rows]
+
     def heartbeat(self, range_id: int, node_id: int, epoch: int) -> None:
         params = {"range_id": range_id, "node_id": node_id, "epoch": epoch, "ttl": self.ttl}
         # Not durable: a heartbeat lost in a crash only brings a takeover a little closer.
@@ -202,15 +208,30 @@ class RangeLeases:
             "post the batches up to the end first"
         )
 
-    def release(self, range_id: int, node_id: int, epoch: int) -> None:
-        """A stopping worker gives its range back; the next one resumes at its last stored batch."""
-        params = {"range_id": range_id, "node_id": node_id, "epoch": epoch, "ttl": self.ttl}
+    def release(self, range_id: int, node_id: int, epoch: int, *, reclaim: bool = False) -> str:
+        """A stopping worker gives its range back; the next one resumes at its last stored batch.
+        ``reclaim``: given back by the supervisor of a worker that died (issue 17), logged as such.
+
+        A range read to its end is finished instead: planned past its end, nothing would lease or
+        finish it again (a worker killed between its last batch and its finish, given back on its
+        behalf). The release refuses it in its own statement, and the finish after it is conditional
+        on the same lease: a resume point only grows, so no batch in between can make either wrong.
+        Returns ``released`` or ``finished``."""
+        reason = "reclaimed" if reclaim else "released"
+        params = {"range_id": range_id, "node_id": node_id, "epoch": epoch, "ttl": self.ttl, "reason": reason}
 
         def follow_ups(tx: Tx, released: Row) -> None:
-            end_lease(tx, range_id, epoch, float(released["now"]), "released")
+            end_lease(tx, range_id, epoch, float(released["now"]), reason)
 
-        if self._one_step("range_give_back", params, follow_ups) is None:
-            raise LeaseLost(self._why_not(params)[1] or f"range {range_id}: release refused")
+        if self._one_step("range_give_back", params, follow_ups) is not None:
+            return "released"
+        row, why = self._why_not(params)
+        if why is not None:
+            raise LeaseLost(why)
+        if int(row["next_id"]) > int(row["end_id"]):
+            self.finish(range_id, node_id, epoch)
+            return "finished"
+        raise LeaseLost(f"range {range_id}: release refused")
 
     def _one_step(
         self, name: str, params: dict[str, Any], follow_ups: Callable[[Tx, Row], None]

@@ -14,8 +14,9 @@ where this one stopped:
 2. the HTTP server stops;
 3. the loops stop (the probe finishes its round), releasing their ownership leases.
 
-A second Ctrl-C kills workers still running: their leases then lapse after the TTL, and everything
-their batches stored is kept (a batch and its resume point are one transaction).
+A second Ctrl-C kills workers still running: their leases are then given back on their behalf
+(edge/supervisor.py), and everything their batches stored is kept (a batch and its resume point are
+one transaction). A worker that dies while the run goes on is handled the same way, and restarted.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ from usenet_indexer.coordinator.news import NewsService
 from usenet_indexer.coordinator.nodes import new_token
 from usenet_indexer.coordinator.server import background_loops, create_app, redacted
 from usenet_indexer.coordinator.services import Services
-from usenet_indexer.edge.supervisor import supervise
+from usenet_indexer.edge.client import NodeClient
+from usenet_indexer.edge.supervisor import GIVE_BACK_RETRIES, supervise
 from usenet_indexer.edge.worker import DEFAULT_BATCH_ARTICLES
 from usenet_indexer.local.progress import ProgressReader, Snapshot
 from usenet_indexer.local.view import View
@@ -202,6 +204,10 @@ class LocalRun:
         def env_for(slot: int) -> dict[str, str]:
             return {"COORDINATOR_URL": self.url, "NODE_TOKEN": tokens[slot]}
 
+        def client_for(slot: int) -> NodeClient:
+            # A dead worker's leases given back with its own token (edge/supervisor.py).
+            return NodeClient(self.url, tokens[slot], retries=GIVE_BACK_RETRIES)
+
         output_for: Callable[[int], IO[bytes] | None] | None = None
         if self.worker_logs is not None:
             self.worker_logs.mkdir(parents=True, exist_ok=True)
@@ -224,6 +230,8 @@ class LocalRun:
                 grace_seconds=self.options.grace_seconds,
                 kill=self.kill,
                 on_start=lambda slot, pid: self.worker_pids.__setitem__(slot, pid),
+                client_for=client_for,
+                own_nodes=True,  # a node per worker: a dead one's grant it had not read is its too
             )
 
         self._supervisor = threading.Thread(target=run, name="edge-supervisor", daemon=True)

@@ -139,3 +139,23 @@ def test_a_lane_waits_for_its_next_range_rather_than_skipping_it(
     taken = services.lanes.next(group, node, "history", lane.epoch)
     assert taken is not None
     assert (taken.range_id, taken.start, taken.took_over) == (held_elsewhere.range_id, 1, True)
+
+
+def test_a_dead_holders_lane_and_range_given_back_go_to_the_next_holder_at_once(
+    services: Services, node: int, other_node: int
+) -> None:
+    """Issue 17: the supervisor of a lane holder that died gives back its range, then its lane; the
+    next holder gets both without waiting for the TTL, from the range's resume point."""
+    group = plan(services, "alt.binaries.a", 1, 2_999)
+    lane = services.lanes.lease(node, "history")
+    assert lane is not None
+    first = services.lanes.next(group, node, "history", lane.epoch)
+    assert first is not None
+    assert services.ranges.release(first.range_id, node, first.epoch, reclaim=True) == "released"
+    services.lanes.release(group, node, "history", lane.epoch, reclaim=True)
+    taken = services.lanes.lease(other_node, "history")
+    assert taken is not None and taken.epoch == lane.epoch + 1
+    again = services.lanes.next(group, other_node, "history", taken.epoch)
+    assert again is not None and (again.range_id, again.next) == (first.range_id, first.next)
+    ends = query(services.db, "SELECT epoch, end_reason FROM lane_log ORDER BY epoch")
+    assert [(r["epoch"], r["end_reason"]) for r in ends] == [(lane.epoch, "reclaimed"), (taken.epoch, None)]

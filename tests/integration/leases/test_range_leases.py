@@ -218,6 +218,33 @@ def test_release_puts_the_range_back_at_its_resume_point(
     assert (again.range_id, again.next, again.took_over) == (lease.range_id, lease.next + 50, False)
 
 
+def test_a_range_given_back_on_a_dead_workers_behalf(services: Services, node: int, other_node: int) -> None:
+    """Issue 17: the supervisor's release is logged as reclaimed; one read to its end is finished,
+    never planned past its end (nothing leases or finishes such a range: it stayed planned for good)."""
+    plan(services, "alt.binaries.a", 1, 1_999)
+    half = services.ranges.lease(node)
+    read = services.ranges.lease(node)
+    assert half is not None and read is not None
+    services.ranges.commit_batch(half.range_id, node, half.epoch, half.next, half.next + 9, 10)
+    services.ranges.commit_batch(read.range_id, node, read.epoch, read.next, read.end, 7)
+    assert services.ranges.release(half.range_id, node, half.epoch, reclaim=True) == "released"
+    assert services.ranges.release(read.range_id, node, read.epoch, reclaim=True) == "finished"
+    rows = ranges(services)
+    assert (rows[half.range_id]["status"], rows[half.range_id]["next_id"]) == ("planned", half.next + 10)
+    assert rows[read.range_id]["status"] == "done"
+    ends = {
+        int(r["range_id"]): r["end_reason"]
+        for r in query(services.db, "SELECT range_id, end_reason FROM lease_log")
+    }
+    assert ends == {half.range_id: "reclaimed", read.range_id: "finished"}
+    group = query(services.db, "SELECT headers_history FROM groups")[0]
+    assert group["headers_history"] == 7  # the finished range's headers counted once
+    with pytest.raises(LeaseLost, match="released"):
+        services.ranges.release(half.range_id, node, half.epoch, reclaim=True)  # twice: refused
+    again = services.ranges.lease(other_node)
+    assert again is not None and (again.range_id, again.next) == (half.range_id, half.next + 10)
+
+
 def test_corrupt_chunk_replans_then_fails_after_a_plain_fetch(services: Services, node: int) -> None:
     plan(services, "alt.binaries.a", 1, 999)
     lease = services.ranges.lease(node)

@@ -81,12 +81,31 @@ def test_lifecycle_calls_name_the_epoch_and_a_lost_lease_is_409(
     assert early.status_code == 400
     assert "not past its end" in early.json()["error"]
     assert client.post(f"{API}/ranges/{rid}/release", params={"epoch": epoch}, headers=auth).json() == {
-        "ok": True
+        "ok": True,
+        "outcome": "released",
     }
     gone = client.post(f"{API}/ranges/{rid}/heartbeat", params={"epoch": epoch}, headers=auth)
     assert (gone.status_code, gone.json()) == (409, {"error": f"range {rid} was released"})
     unknown = client.post(f"{API}/ranges/987654/heartbeat", params={"epoch": 1}, headers=auth)
     assert (unknown.status_code, unknown.json()) == (409, {"error": "unknown range 987654"})
+
+
+def test_a_node_lists_its_live_leases_in_the_held_format(
+    client: TestClient, services: Services, auth: dict[str, str]
+) -> None:
+    """For the supervisor of a worker that died (issue 17): the node's own live leases, nobody else's."""
+    from usenet_indexer.wire.held import Held, decode_held
+
+    assert decode_held(client.get(f"{API}/leases", headers=auth).content) == Held()
+    plan(services, high=1_999)
+    mine = lease(client, auth)
+    other_node = services.nodes.add("edge-2")[0]
+    assert services.ranges.lease(other_node) is not None
+    assert decode_held(client.get(f"{API}/leases", headers=auth).content) == Held(
+        frozenset({(mine["id"], mine["epoch"])})
+    )
+    client.post(f"{API}/ranges/{mine['id']}/release", params={"epoch": mine["epoch"]}, headers=auth)
+    assert decode_held(client.get(f"{API}/leases", headers=auth).content) == Held()
 
 
 @pytest.mark.parametrize(

@@ -29,6 +29,10 @@ WHERE group_id = :group_id AND lane = :lane AND epoch = :prev_epoch
   AND (node_id IS NULL OR heartbeat_at < {now} - :ttl)
 RETURNING epoch, snapshot_next, snapshot_size, leased_at
 
+-- name: node_lane_leases
+-- A node's live lane leases (see node_range_leases).
+SELECT group_id, lane, epoch FROM group_leases WHERE node_id = :node_id AND heartbeat_at >= {now} - :ttl
+
 -- name: group_lane_get
 SELECT gl.*, g.name, {now} AS now FROM group_leases gl JOIN groups g ON g.id = gl.group_id
 WHERE gl.group_id = :group_id AND gl.lane = :lane

@@ -31,6 +31,11 @@ WHERE range_id = :range_id AND epoch = :epoch AND ended_at IS NULL
 -- name: range_get
 SELECT r.*, {now} AS now FROM ranges r WHERE r.id = :range_id
 
+-- name: node_range_leases
+-- A node's live range leases: what the supervisor of a worker that died gives back when the node was
+-- the worker's alone (`run`), including a grant the worker had not read yet (issue 17).
+SELECT id, epoch FROM ranges WHERE node_id = :node_id AND status = 'leased' AND heartbeat_at >= {now} - :ttl
+
 -- name: range_with_group
 SELECT r.*, g.name AS group_name, g.history_low AS group_low, g.tail_next AS group_next, {now} AS now
 FROM ranges r JOIN groups g ON g.id = r.group_id

@@ -39,8 +39,8 @@ SELECT pg_database_size(current_database()) AS bytes
 SELECT id, group_id, priority, headers FROM range_finish(:range_id, :node_id, :epoch, :ttl)
 
 -- name: range_give_back
--- A function (range_give_back.v1.sql): the holder's range planned again, its lease logged as ended.
-SELECT id, now FROM range_give_back(:range_id, :node_id, :epoch, :ttl)
+-- A function (range_give_back.v2.sql): the holder's range planned again, its lease logged as ended.
+SELECT id, now FROM range_give_back(:range_id, :node_id, :epoch, :ttl, :reason)
 
 -- name: group_live_leases
 -- The group's live leases, for a grant holding the group's lock (group_live_leases.v1.sql).

@@ -175,7 +175,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION public.range_give_back(p_range bigint, p_node bigint, p_epoch bigint, p_ttl double precision) RETURNS TABLE(id bigint, now double precision)
+CREATE FUNCTION public.range_give_back(p_range bigint, p_node bigint, p_epoch bigint, p_ttl double precision, p_reason text) RETURNS TABLE(id bigint, now double precision)
     LANGUAGE plpgsql
     AS $$
 BEGIN
@@ -184,11 +184,11 @@ BEGIN
   WITH released AS (
     UPDATE ranges r SET status = 'planned', node_id = NULL, lane_epoch = NULL
     WHERE r.id = p_range AND r.node_id = p_node AND r.epoch = p_epoch AND r.status = 'leased'
-      AND r.heartbeat_at >= lease_now() - p_ttl
+      AND r.heartbeat_at >= lease_now() - p_ttl AND r.next_id <= r.end_id
     RETURNING r.id, lease_now() AS now
   ),
   logged AS (
-    UPDATE lease_log l SET ended_at = released.now, end_reason = 'released' FROM released
+    UPDATE lease_log l SET ended_at = released.now, end_reason = p_reason FROM released
     WHERE l.range_id = released.id AND l.epoch = p_epoch AND l.ended_at IS NULL
   )
   SELECT released.id::bigint, released.now FROM released;

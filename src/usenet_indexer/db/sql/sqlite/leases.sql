@@ -59,9 +59,10 @@ WHERE id = :range_id AND node_id = :node_id AND epoch = :epoch AND status = 'lea
 RETURNING id, group_id, priority, headers, done_at
 
 -- name: range_give_back
+-- Not a range read to its end: planned, nothing would lease or finish it again (the caller finishes it).
 UPDATE ranges SET status = 'planned', node_id = NULL, lane_epoch = NULL
 WHERE id = :range_id AND node_id = :node_id AND epoch = :epoch AND status = 'leased'
-  AND heartbeat_at >= {now} - :ttl
+  AND heartbeat_at >= {now} - :ttl AND next_id <= end_id
 RETURNING id, {now} AS now
 
 -- name: group_live_leases

@@ -1,0 +1,95 @@
+"""What a supervised worker holds, in a file its supervisor reads once it dies (issue 17).
+
+A worker killed outright (SIGKILL, the OOM killer, a crash in C) cannot give its leases back, and they
+used to wait out the TTL: two ``kill -9`` of a worker during a one-million-header ``run`` made it take
+150 s instead of 11. The supervisor sees the death at once, but cannot release "everything of this
+node": under ``edge --processes N`` the children share one node token, and that would take live
+siblings' leases. So each child records exactly which leases it holds — ``(range, epoch)`` and
+``(group, lane, epoch)`` — in a small file of its own (``EDGE_HELD_FILE``), written before a lease is
+used and rewritten when one ends, and the supervisor gives back exactly those through the node API
+(edge/supervisor.py ``give_back``). Every release is conditional on node, epoch and status in one
+statement: an entry that is stale (the lease ended, or was taken over) is refused and changes nothing.
+
+The file is replaced whole (a temporary file renamed over it), so a reader sees one state or the
+next, never half of one. It is not fsync'd: it must survive its writer's death, not the machine's (the
+supervisor dies with the machine too). What it cannot name: a lease the coordinator granted whose
+answer the worker had not read yet when it died (the bench's first kill, 0.1 s after a grant, found
+one). Under ``run`` each worker's node is its own, so the supervisor also gives back every live lease
+of that node (``GET leases``); under ``edge --processes`` the node is shared, and that one still waits
+out the TTL.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from usenet_indexer.logs import get_logger
+from usenet_indexer.wire.held import Held, HeldFileError, decode_held
+
+log = get_logger(__name__)
+
+HELD_FILE_VARIABLE = "EDGE_HELD_FILE"
+
+
+@dataclass
+class HeldFile:
+    """The worker's side: every lease it takes is added before it is used, every one that ends is
+    removed. Thread-safe (poster and completion threads end ranges while the next one is leased)."""
+
+    path: Path
+    _ranges: set[tuple[int, int]] = field(default_factory=set)
+    _lanes: set[tuple[int, str, int]] = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self._write()  # whatever a predecessor left there was given back by the supervisor
+
+    @classmethod
+    def from_environment(cls) -> HeldFile | None:
+        path = os.environ.get(HELD_FILE_VARIABLE, "").strip()
+        return cls(Path(path)) if path else None
+
+    def hold_range(self, range_id: int, epoch: int) -> None:
+        with self._lock:
+            self._ranges.add((range_id, epoch))
+            self._write()
+
+    def drop_range(self, range_id: int, epoch: int) -> None:
+        with self._lock:
+            if (range_id, epoch) in self._ranges:
+                self._ranges.discard((range_id, epoch))
+                self._write()
+
+    def hold_lane(self, group_id: int, lane: str, epoch: int) -> None:
+        with self._lock:
+            self._lanes.add((group_id, lane, epoch))
+            self._write()
+
+    def drop_lane(self, group_id: int, lane: str, epoch: int) -> None:
+        with self._lock:
+            if (group_id, lane, epoch) in self._lanes:
+                self._lanes.discard((group_id, lane, epoch))
+                self._write()
+
+    def _write(self) -> None:
+        data = Held(frozenset(self._ranges), frozenset(self._lanes)).encode()
+        temporary = self.path.with_name(f".{self.path.name}.tmp")
+        temporary.write_bytes(data)
+        os.replace(temporary, self.path)
+
+
+def read_held(path: Path) -> Held:
+    """The supervisor's side: what a dead child's file names (nothing when there is no file; a file
+    that does not parse is logged and read as nothing: its leases then lapse after the TTL)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return Held()
+    try:
+        return decode_held(data)
+    except HeldFileError as error:
+        log.error("edge.held_file_unreadable", path=str(path), error=str(error))
+        return Held()
