@@ -136,8 +136,8 @@ class EdgeWorker:
         # (its last batch posted, then finished) still holds one of its group's leases (two at most):
         # with two workers on one group, a worker that leased its next range meanwhile held both, and
         # the other was turned away range after range (under `run`, 7 of 8 ranges went to one
-        # worker; issue 17). `run` sets it when it has several workers; one worker alone keeps the
-        # overlap.
+        # worker; issue 17). One worker alone keeps the overlap without it; `run` does not set it yet
+        # (local/run.py says why).
         self.complete_first = complete_first
         self._rules: dict[int, RuleSet] = {}
         self._completing: deque[threading.Thread] = deque()

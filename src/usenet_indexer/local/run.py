@@ -197,8 +197,10 @@ class LocalRun:
             f"--batch-articles={self.options.batch_articles}",
             f"--idle-seconds={self.options.idle_seconds}",
             "--processes=1",
-            # Several workers: each finishes a range before it takes the next (edge/worker.py).
-            *(["--complete-first"] if self.options.workers > 1 else []),
+            # Not --complete-first (edge/worker.py), though a completing range holds one of its
+            # group's two leases: with it, tests/e2e/test_run.py's resumed catalog differed from an
+            # uninterrupted run's (which copy of a reposted part a release keeps) in 3 runs of 3,
+            # against 0 of 3 without; the cause is not found yet (issue 17).
         ]
 
         def env_for(slot: int) -> dict[str, str]:
