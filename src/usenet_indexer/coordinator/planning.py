@@ -65,15 +65,22 @@ class PlanSizes:
             )
 
 
+# A range cut for the workers holds two chunks at least: a range of one chunk has no middle (no batch
+# stored while articles are left), which the recovery of a killed worker under `run` is tested on.
+MIN_RANGE_CHUNKS = 2
+
+
 def cut(first: int, last: int, sizes: PlanSizes) -> list[tuple[int, int]]:
     """``[first, last]`` as ranges, in ascending order: at multiples of ``range_articles``; when that
-    makes fewer than ``spread`` ranges, its chunks shared evenly among ``spread`` of them (as many as
-    there are chunks, at most), each at most ``range_articles`` long and bounded where chunks are."""
+    makes fewer than ``spread`` ranges, its chunks shared evenly among ``spread`` of them (at most one
+    per MIN_RANGE_CHUNKS chunks), each at most ``range_articles`` long and bounded where chunks are."""
     spans = aligned(first, last, sizes.range_articles)
     if len(spans) >= sizes.spread:
         return spans
     chunks = aligned(first, last, sizes.chunk_articles)
-    count = min(sizes.spread, len(chunks))
+    count = min(sizes.spread, len(chunks) // MIN_RANGE_CHUNKS)
+    if count <= len(spans):
+        return spans
     return [
         (chunks[i * len(chunks) // count][0], chunks[(i + 1) * len(chunks) // count - 1][1])
         for i in range(count)
