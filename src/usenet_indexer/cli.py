@@ -636,7 +636,7 @@ def run(
 ) -> None:
     """Run everything on this machine: the coordinator with all its loops and edge workers as child
     processes. Needs a news server, like `serve`. Ctrl-C stops; the next `run` resumes."""
-    from usenet_indexer.local.run import RunError, RunOptions, run_until_stopped
+    from usenet_indexer.local.run import RunError, RunOptions, early_run, run_settings, run_until_stopped
 
     if view not in ("auto", "live", "plain"):
         fail(f"--view: auto, live or plain, not {view!r}")
@@ -674,11 +674,21 @@ def run(
     options = RunOptions(batch_articles=batch_articles)
     if workers is not None:
         options.workers = workers
-    services = services_of(ctx)
+    settings = run_settings(settings, options.workers)
+    ctx.find_root().obj = settings
     try:
+        # The workers start while the store is opened and migrated (local/run.py, LocalRun).
+        local = early_run(settings, options, view)
+    except RunError as error:
+        fail(str(error))
+    try:
+        services = services_of(ctx)
         services.blobs.check()  # a bucket that is not there: said now, not as every chunk's failure
-    except BlobError as error:
-        fail(f"storage: {error}")
+    except BaseException as error:
+        local.stop()
+        if isinstance(error, BlobError):
+            fail(f"storage: {error}")
+        raise
     try:
         code = run_until_stopped(
             services,
@@ -686,6 +696,7 @@ def run(
             view_mode=view,
             exit_when_done=exit_when_done,
             status_seconds=status_seconds,
+            local=local,
         )
     except RunError as error:
         fail(str(error))
@@ -798,6 +809,13 @@ def edge(
     lane: Annotated[
         str | None, typer.Option(help="Hold a group lane (history or tail): ranges in order, a window kept")
     ] = None,
+    complete_first: Annotated[
+        bool,
+        typer.Option(
+            "--complete-first",
+            help="Finish a range's last batch before leasing the next (several workers on few groups)",
+        ),
+    ] = False,
 ) -> None:
     """Run an edge worker: lease ranges from the coordinator, index them, post batches.
 
@@ -835,6 +853,7 @@ def edge(
             f"--batch-articles={batch_articles}",
             f"--idle-seconds={idle_seconds}",
             "--processes=1",
+            *(["--complete-first"] if complete_first else []),
         ]
         if ranges is not None:
             args.append(f"--ranges={ranges}")
@@ -862,7 +881,13 @@ def edge(
     tune_gc()
     held = HeldFile.from_environment()  # supervised: what this worker holds, for its supervisor
     with NodeClient(url, token, sleep=pause, ca_file=authority, held=held) as client:
-        worker = EdgeWorker(client, batch_articles=batch_articles, stop=stop, idle_seconds=idle_seconds)
+        worker = EdgeWorker(
+            client,
+            batch_articles=batch_articles,
+            stop=stop,
+            idle_seconds=idle_seconds,
+            complete_first=complete_first,
+        )
         try:
             if lane is None:
                 worker.run(max_ranges=ranges)

@@ -435,17 +435,24 @@ async def frames(
             give_up = time.monotonic() + settings.stream_chunk_wait_seconds
             quiet_since = time.monotonic()
             poll = POLL_SECONDS
-            while (data := await run(read_chunk, services, range_id, span, corpus)) is None:
-                if time.monotonic() > give_up:
-                    log.error("stream.timeout", range=range_id, chunk=span.first)
-                    return
-                if time.monotonic() - quiet_since >= settings.stream_keepalive_seconds:
-                    quiet_since = time.monotonic()
-                    yield encode_keepalive()
-                    if not await run(heartbeat, services, range_id, node_id, epoch):
+            while True:
+                # Watched before the look, so that a chunk stored between the look and the wait wakes
+                # it (arrivals.py: this process's prefetcher tells; other stores are polled for).
+                with services.arrivals.watch(range_id) as arrived:
+                    if (data := await run(read_chunk, services, range_id, span, corpus)) is not None:
+                        break
+                    if time.monotonic() > give_up:
+                        log.error("stream.timeout", range=range_id, chunk=span.first)
                         return
-                await asyncio.sleep(poll)
-                poll = min(POLL_MAX_SECONDS, poll * 1.5)
+                    if time.monotonic() - quiet_since >= settings.stream_keepalive_seconds:
+                        quiet_since = time.monotonic()
+                        yield encode_keepalive()
+                        if not await run(heartbeat, services, range_id, node_id, epoch):
+                            return
+                    try:
+                        await asyncio.wait_for(arrived.wait(), poll)
+                    except TimeoutError:
+                        poll = min(POLL_MAX_SECONDS, poll * 1.5)
             for part in encode_frame_parts(span.first, span.last, data):
                 yield part
             # Streaming keeps the lease alive.

@@ -11,6 +11,12 @@ from dataclasses import dataclass
 from usenet_indexer.db import Database
 
 TOKEN_PREFIX = "uin_"
+
+
+def new_token() -> str:
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
 NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]{0,63}$")
 
 
@@ -57,12 +63,16 @@ class Nodes:
             assert row is not None
             return int(row["id"]), token
 
-    def issue(self, name: str) -> tuple[int, str]:
-        """The node's id and a new token, adding the node when it is missing; an existing node's old
-        token stops working and the node is enabled (``run`` does this for its workers at every start)."""
+    def issue(self, name: str, token: str | None = None) -> tuple[int, str]:
+        """The node's id and a new token (``token``, made by ``new_token`` before the store was open,
+        or one made now), adding the node when it is missing; an existing node's old token stops
+        working and the node is enabled (``run`` does this for its workers at every start)."""
         if not NODE_NAME.match(name):
             raise NodeError(f"not a node name: {name!r} (up to 64 letters, digits, . _ -)")
-        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        if token is None:
+            token = new_token()
+        elif not token.startswith(TOKEN_PREFIX) or len(token) < len(TOKEN_PREFIX) + 32:
+            raise NodeError("a node token is made by new_token()")
         with self.db.transaction() as tx:
             row = tx.one("node_set_token", {"name": name, "token_hash": hash_token(token)})
             if row is None:

@@ -5,7 +5,9 @@
   thousands of slivers.
 - **History** ranges go down from where the tail began to the backfill target, one priority per era of
   ``era_articles`` article numbers, the oldest era first (seed 000: "by priority (oldest era first)").
-- Range bounds are aligned to multiples of ``range_articles``, so planning is the same whenever it runs.
+- Range bounds are aligned to multiples of ``range_articles``, so planning is the same whenever it runs —
+  except for a stretch that would make fewer than ``spread`` ranges: its chunks are shared evenly among
+  ``spread`` ranges instead (``cut``), so that every worker gets one.
 """
 
 from __future__ import annotations
@@ -44,10 +46,45 @@ class PlanSizes:
     range_articles: int
     era_articles: int
     tail_min_articles: int
+    chunk_articles: int = 1
+    # A stretch is cut into at least this many ranges (of whole chunks) where range_articles would cut
+    # it into fewer; 1: never. A group of 1,000,000 articles at the default 1,000,000 made one range of
+    # 999,999 and one of a single article: one worker indexed the group while the other had nothing,
+    # and nothing was stored until that range's first batch (issue 17).
+    spread: int = 1
 
     def __post_init__(self) -> None:
-        if min(self.range_articles, self.era_articles, self.tail_min_articles) < 1:
+        if min(self.range_articles, self.era_articles, self.tail_min_articles, self.chunk_articles) < 1:
             raise ValueError(f"plan sizes must be positive: {self}")
+        if self.spread < 1:
+            raise ValueError(f"a plan's spread is at least 1, not {self.spread}")
+        if self.range_articles % self.chunk_articles:
+            raise ValueError(
+                f"range_articles ({self.range_articles}) must be a multiple of chunk_articles "
+                f"({self.chunk_articles})"
+            )
+
+
+# A range cut for the workers holds two chunks at least: a range of one chunk has no middle (no batch
+# stored while articles are left), which the recovery of a killed worker under `run` is tested on.
+MIN_RANGE_CHUNKS = 2
+
+
+def cut(first: int, last: int, sizes: PlanSizes) -> list[tuple[int, int]]:
+    """``[first, last]`` as ranges, in ascending order: at multiples of ``range_articles``; when that
+    makes fewer than ``spread`` ranges, its chunks shared evenly among ``spread`` of them (at most one
+    per MIN_RANGE_CHUNKS chunks), each at most ``range_articles`` long and bounded where chunks are."""
+    spans = aligned(first, last, sizes.range_articles)
+    if len(spans) >= sizes.spread:
+        return spans
+    chunks = aligned(first, last, sizes.chunk_articles)
+    count = min(sizes.spread, len(chunks) // MIN_RANGE_CHUNKS)
+    if count <= len(spans):
+        return spans
+    return [
+        (chunks[i * len(chunks) // count][0], chunks[(i + 1) * len(chunks) // count - 1][1])
+        for i in range(count)
+    ]
 
 
 def history_priority(start: int, sizes: PlanSizes) -> int:
@@ -99,7 +136,7 @@ def plan_ranges(
 
     if high >= tail_next and high - tail_next + 1 >= sizes.tail_min_articles:
         check(tail_next, high)
-        for start, end in aligned(tail_next, high, sizes.range_articles):
+        for start, end in cut(tail_next, high, sizes):
             planned.append(PlannedRange(start, end, TAIL_PRIORITY))
         tail_next = high + 1
 
@@ -108,7 +145,7 @@ def plan_ranges(
         target = max(target, backfill_to)
     if high >= low and target < history_low:
         check(target, history_low - 1)
-        for start, end in reversed(aligned(target, history_low - 1, sizes.range_articles)):
+        for start, end in reversed(cut(target, history_low - 1, sizes)):
             planned.append(PlannedRange(start, end, history_priority(start, sizes)))
         history_low = target
     return planned, PlanCursor(tail_next, history_low)

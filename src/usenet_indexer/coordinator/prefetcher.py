@@ -7,7 +7,9 @@ What it fetches, in this order (one round, then the loop asks again):
    round-robin across the leased ranges (every range's next chunk, then every range's second, …), so
    that no worker waits behind another's whole range.
 2. **Planned ranges' chunks** in lease order (spooled first, by priority, then id: leases/ranges.py),
-   each range from its resume point, so the next range a worker leases is the one already spooled.
+   each range from its resume point, so the next range a worker leases is the one already spooled;
+   ``PLANNED_TOGETHER`` of them at a time, a chunk of each in turn, so that the workers that lease them
+   at once all find a first chunk soon.
 
 Chunks the corrupt path listed in ``plain_chunks`` are fetched with compression off; one listed but not
 yet fetched plain is fetched again even when a copy is spooled (a compressed copy in flight when the
@@ -33,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -62,6 +64,10 @@ log = get_logger(__name__)
 T = TypeVar("T")
 
 LEASED_AHEAD_OVER_CAP = 4  # chunks from a leased range's resume point fetched even past the spool cap
+# Planned ranges fetched side by side, a chunk of each in turn (then the next one takes a finished one's
+# place): at the start of a `run` two workers lease the first two ranges at once, and the second waited
+# for its first chunk until the whole first range was fetched (issue 17).
+PLANNED_TOGETHER = 2
 DISK_FULL_PAUSE_SECONDS = 30.0
 MAX_STORE_THREADS = 16
 SPOOL_SIZE_SECONDS = 5.0
@@ -115,6 +121,23 @@ class _RoundState:
     report: RoundReport
     stop: bool = False
     failures_in_row: int = 0
+
+
+def in_turn(ranges: Sequence[Sequence[T]], width: int) -> list[T]:
+    """The ranges' chunks, ``width`` ranges at a time taking turns (a chunk each); a range that runs out
+    gives its place to the next, in order."""
+    order: list[T] = []
+    waiting = deque(deque(jobs) for jobs in ranges)
+    turns: deque[deque[T]] = deque()
+    while turns or waiting:
+        while len(turns) < max(1, width) and waiting:
+            turns.append(waiting.popleft())
+        jobs = turns.popleft()
+        if jobs:
+            order.append(jobs.popleft())
+        if jobs:
+            turns.append(jobs)
+    return order
 
 
 class Prefetcher:
@@ -299,6 +322,7 @@ class Prefetcher:
         write(self.services.spool, self.services.corpus, job.target, job.span, data)
         with self.services.db.transaction(fence=self.fence) as tx:
             record(tx, job.target.range_id, fetched, data, spooled=not job.present)
+        self.services.arrivals.stored(job.target.range_id)  # its streams wake now, not at their next look
         return len(data)
 
     def plan_round(self) -> tuple[list[Job], int]:
@@ -320,7 +344,7 @@ class Prefetcher:
                     chunks.add(int(f["chunk_from"]))
         busy = self.news.busy_ranges()
         leased: list[list[Job]] = []
-        planned: list[Job] = []
+        planned: list[list[Job]] = []
         recount: list[dict[str, int]] = []
         size = self.settings.chunk_articles
         for row in rows:
@@ -351,22 +375,12 @@ class Prefetcher:
                 if stored and not unrecorded and not (listed and plain[span.first] is None):
                     continue
                 jobs.append(Job(target, span, listed, stored, is_leased, ahead))
-            if is_leased:
-                leased.append(jobs)
-            else:
-                planned.extend(jobs)
+            (leased if is_leased else planned).append(jobs)
         if recount:
             with services.db.transaction(fence=self.fence) as tx:
                 tx.executemany("range_set_spooled", recount)
         # Leased ranges round-robin: every range's next chunk, then every range's second, …
-        ordered = [
-            job
-            for rank in range(max(map(len, leased), default=0))
-            for jobs in leased
-            if rank < len(jobs)
-            for job in [jobs[rank]]
-        ]
-        ordered.extend(planned)
+        ordered = in_turn(leased, len(leased)) + in_turn(planned, PLANNED_TOGETHER)
         return ordered[: self.max_jobs], self.spool_size()
 
     def spool_size(self) -> int:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from usenet_indexer.catalog.search import Search
 from usenet_indexer.catalog.space import CatalogSpace
+from usenet_indexer.coordinator.arrivals import Arrivals
 from usenet_indexer.coordinator.groups import Groups
 from usenet_indexer.coordinator.nodes import Nodes
 from usenet_indexer.coordinator.planning import PlanSizes
@@ -37,6 +38,8 @@ class Services:
     snapshots: Snapshots
     users: Users
     search: Search
+    # Chunks stored by this process's prefetcher, told to its waiting streams (arrivals.py).
+    arrivals: Arrivals = field(default_factory=Arrivals)
 
     def close(self) -> None:
         self.db.close()
@@ -79,7 +82,13 @@ def open_services(settings: Settings, *, migrate: bool = True, max_connections: 
         max_per_group=settings.max_leases_per_group,
         history_allowed=space.history_allowed,
     )
-    sizes = PlanSizes(settings.range_articles, settings.era_articles, settings.tail_min_articles)
+    sizes = PlanSizes(
+        settings.range_articles,
+        settings.era_articles,
+        settings.tail_min_articles,
+        chunk_articles=settings.chunk_articles,
+        spread=settings.range_spread,
+    )
     blobs = open_blob_store(settings)
     rules = RuleStore(db)
     if migrate:

@@ -36,6 +36,11 @@ log = get_logger(__name__)
 
 DEFAULT_BATCH_ARTICLES = 500_000  # ~4% of releases get a second fragment at this size (seed 003)
 IDLE_SECONDS = 30.0
+# A worker that found nothing asks again after this, then twice as long each time, up to its idle wait:
+# with one fixed wait (5 s under `run`) a worker turned away while the group's two leases were held (a
+# range still completing and the other worker's) slept through the ranges planned after it; one of two
+# workers had nothing to do for the first seconds of a run (issue 17).
+FIRST_IDLE_SECONDS = 0.25
 # Ranges being posted and finished while the next one is indexed. With one, a worker waited for the
 # previous range's batch to be stored before it could start the next range's: with ranges that index
 # in 0.1 s and a store of about as long, the worker sat idle a fifth of the time (bench/stream.py,
@@ -119,6 +124,7 @@ class EdgeWorker:
         batch_articles: int = DEFAULT_BATCH_ARTICLES,
         stop: threading.Event | None = None,
         idle_seconds: float = IDLE_SECONDS,
+        complete_first: bool = False,
     ) -> None:
         if batch_articles < 1:
             raise ValueError(f"--batch-articles must be at least 1, not {batch_articles}")
@@ -126,6 +132,13 @@ class EdgeWorker:
         self.batch_articles = batch_articles
         self.stop = stop or threading.Event()
         self.idle_seconds = idle_seconds
+        # Finish completing the last range before asking for the next one. A range being completed
+        # (its last batch posted, then finished) still holds one of its group's leases (two at most):
+        # with two workers on one group, a worker that leased its next range meanwhile held both, and
+        # the other was turned away range after range (under `run`, 7 of 8 ranges went to one
+        # worker; issue 17). One worker alone keeps the overlap without it; `run` does not set it yet
+        # (local/run.py says why).
+        self.complete_first = complete_first
         self._rules: dict[int, RuleSet] = {}
         self._completing: deque[threading.Thread] = deque()
         self._inflater = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inflate")
@@ -145,7 +158,10 @@ class EdgeWorker:
     def run(self, max_ranges: int | None = None) -> int:
         """The lease loop; returns the number of ranges worked on."""
         ranges = 0
+        idle = min(FIRST_IDLE_SECONDS, self.idle_seconds)
         while not self.stop.is_set() and (max_ranges is None or ranges < max_ranges):
+            if self.complete_first:
+                self.wait_for_completion()
             try:
                 lease = self.client.lease()
             except (ApiError, OSError) as error:
@@ -159,8 +175,10 @@ class EdgeWorker:
                 if max_ranges is not None:
                     break
                 # Jittered: workers that all found nothing must not all ask again at the same instant.
-                self.stop.wait(self.idle_seconds * random.uniform(0.5, 1.0))
+                self.stop.wait(idle * random.uniform(0.5, 1.0))
+                idle = min(2 * idle, self.idle_seconds)
                 continue
+            idle = min(FIRST_IDLE_SECONDS, self.idle_seconds)
             self.run_range(lease)
             ranges += 1
         self.wait_for_completion()

@@ -177,6 +177,7 @@ def show_results(local: LocalRun, view: View, key: str, data_dir: Path) -> None:
             path = folder / nzb_file_name(title)
             path.write_bytes(got.content)
             lines.append(f"  an NZB:          {path} ({title}, fetched with t=get)")
+    assert local.services is not None  # started
     named = local.services.db.transaction(write=False)
     with named as tx:
         probes = {str(r["status"]): int(r["n"]) for r in tx.run("dashboard_probes")}

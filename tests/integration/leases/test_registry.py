@@ -6,7 +6,7 @@ import pytest
 
 from tests.support.store import query
 from usenet_indexer.coordinator.groups import GroupError
-from usenet_indexer.coordinator.nodes import NodeDisabled, NodeError, Unauthorized, hash_token
+from usenet_indexer.coordinator.nodes import NodeDisabled, NodeError, Unauthorized, hash_token, new_token
 from usenet_indexer.coordinator.planning import Backfill
 from usenet_indexer.coordinator.services import Services
 
@@ -30,6 +30,19 @@ def test_bad_tokens_and_disabled_nodes_are_refused(services: Services) -> None:
         services.nodes.authenticate(token)
     services.nodes.set_enabled("edge-1", True)
     services.nodes.authenticate(token)
+
+
+def test_a_token_made_before_the_store_was_open_is_the_one_issued(services: Services) -> None:
+    """`run` makes its workers' tokens before it opens the store (issue 17), and issues them after."""
+    early = new_token()
+    node_id, token = services.nodes.issue("run-worker-1", early)
+    assert token == early and services.nodes.authenticate(early) == node_id
+    again = new_token()
+    assert services.nodes.issue("run-worker-1", again) == (node_id, again)  # the next run's
+    with pytest.raises(Unauthorized):
+        services.nodes.authenticate(early)  # the earlier run's token no longer works
+    with pytest.raises(NodeError, match="new_token"):
+        services.nodes.issue("run-worker-1", "uin_short")
 
 
 def test_node_names_are_checked(services: Services) -> None:

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from usenet_indexer.articles import aligned
 from usenet_indexer.coordinator.planning import (
     MAX_PLANNED_RANGES,
     TAIL_PRIORITY,
     PlanCursor,
     PlannedRange,
     PlanSizes,
+    cut,
     plan_ranges,
 )
 
@@ -115,3 +118,71 @@ def test_every_article_is_planned_at_most_once_and_tail_is_contiguous(
         assert articles == list(range(articles[0], articles[-1] + 1)), "a hole between planned ranges"
         assert articles[-1] <= high
         assert articles[0] >= low
+
+
+# -- ranges cut for the workers (issue 17) ----------------------------------------------------------
+
+RUN_SIZES = PlanSizes(1_000_000, 10_000_000, 10_000, chunk_articles=20_000, spread=8)
+
+
+def test_a_group_smaller_than_its_workers_ranges_is_shared_among_them() -> None:
+    """At the defaults a 1,000,000-article group made a range of 999,999 and one of a single article:
+    one of two workers indexed everything. Cut for `run`'s two workers, it makes eight of a size."""
+    planned, cursor = plan_ranges(PlanCursor(), 1, 1_000_000, None, RUN_SIZES)
+    spans = sorted((r.start, r.end) for r in planned)
+    assert spans == [
+        (1, 119_999),
+        (120_000, 239_999),
+        (240_000, 379_999),
+        (380_000, 499_999),
+        (500_000, 619_999),
+        (620_000, 759_999),
+        (760_000, 879_999),
+        (880_000, 1_000_000),
+    ]
+    assert cursor == PlanCursor(tail_next=1_000_001, history_low=1)
+    assert [r.start for r in planned] == sorted((r.start for r in planned), reverse=True)  # newest first
+
+
+def test_a_big_stretch_keeps_its_aligned_ranges_and_a_tiny_one_is_one_chunk() -> None:
+    planned, _ = plan_ranges(PlanCursor(), 1, 20_000_000, None, RUN_SIZES)
+    assert len(planned) == 21  # as without a spread: 8 or more ranges already
+    assert all(r.start // 1_000_000 == r.end // 1_000_000 for r in planned)
+    planned, _ = plan_ranges(PlanCursor(), 1, 15_000, None, RUN_SIZES)
+    assert [(r.start, r.end) for r in planned] == [(1, 15_000)]  # one chunk: nothing to share
+    planned, _ = plan_ranges(PlanCursor(), 1, 99_999, None, RUN_SIZES)
+    assert sorted((r.start, r.end) for r in planned) == [(1, 39_999), (40_000, 99_999)]  # 2 chunks each
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    first=st.integers(0, 3_000),
+    length=st.integers(1, 12_000),
+    chunk=st.sampled_from([1, 7, 50, 100]),
+    per_range=st.integers(1, 20),
+    spread=st.integers(1, 12),
+)
+def test_cut_covers_its_stretch_once_in_whole_chunks(
+    first: int, length: int, chunk: int, per_range: int, spread: int
+) -> None:
+    sizes = PlanSizes(chunk * per_range, 10**9, 1, chunk_articles=chunk, spread=spread)
+    last = first + length - 1
+    spans = cut(first, last, sizes)
+    assert spans[0][0] == first and spans[-1][1] == last
+    assert all(a[1] + 1 == b[0] for a, b in itertools.pairwise(spans)), "a hole or an overlap"
+    chunks = aligned(first, last, chunk)
+    edges = {c[0] for c in chunks}
+    assert all(start in edges for start, _ in spans), "a range that starts inside a chunk"
+    assert all(end - start < sizes.range_articles for start, end in spans)
+    assert len(spans) >= min(spread, len(chunks) // 2)
+    if len(spans) > len(aligned(first, last, sizes.range_articles)):
+        # Shared out: the ranges' chunk counts differ by one at most.
+        counts = [sum(1 for c in chunks if start <= c[0] <= end) for start, end in spans]
+        assert max(counts) - min(counts) <= 1
+
+
+def test_plan_sizes_refuse_ranges_that_are_not_whole_chunks() -> None:
+    with pytest.raises(ValueError, match="multiple of chunk_articles"):
+        PlanSizes(1_000, 10_000, 10, chunk_articles=300)
+    with pytest.raises(ValueError, match="spread"):
+        PlanSizes(1_000, 10_000, 10, spread=0)
