@@ -24,7 +24,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
+
+from tests.support.store import insert_group
 
 from _common import emit, sqlite_database
 from usenet_indexer.articles import ChunkSpan
@@ -83,16 +85,7 @@ def main() -> None:
     with sqlite_database() as url:
         db = connect(url)
         with db.transaction() as tx:
-            tx.run(
-                "group_insert",
-                {
-                    "name": GROUP,
-                    "backfill_articles": None,
-                    "backfill_days": None,
-                    "backfill_since": None,
-                    "capture": False,
-                },
-            )
+            insert_group(tx, GROUP)
         for body in bodies:
             began = time.thread_time()
             wire = decode_batch(body)

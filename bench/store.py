@@ -15,7 +15,9 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
+
+from tests.support.store import insert_group
 
 from _common import emit, postgres_database
 from usenet_indexer.catalog.batch_store import store_batch
@@ -53,16 +55,7 @@ def main() -> None:
     with postgres_database() as url:
         db = connect(url)
         with db.transaction() as tx:
-            tx.run(
-                "group_insert",
-                {
-                    "name": GROUP,
-                    "backfill_articles": None,
-                    "backfill_days": None,
-                    "backfill_since": None,
-                    "capture": False,
-                },
-            )
+            insert_group(tx, GROUP)
         began = time.perf_counter()
         merged = 0
         for batch in prepared:

@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from usenet_indexer.catalog.batch_store import lock_merges, release_row, search_name, stored_fragment
-from usenet_indexer.db import Database
+from usenet_indexer.db import Database, Tx
 from usenet_indexer.db.database import Fence
 from usenet_indexer.indexing import pack_segments, unpack_segments
 from usenet_indexer.indexing.bodies import (
@@ -384,10 +384,7 @@ class Prober:
         where the burst was cross-posted and its other group's copy was split first); what they do not
         hold stays under the burst's key, unnamed."""
         with self.db.transaction(fence=self.fence) as tx:
-            head = tx.one("release_group_by_key", {"key": key})
-            group = None if head is None else tx.one("group_by_name", {"name": str(head["group_name"])})
-            if head is not None and group is not None:
-                lock_merges(tx, int(group["id"]), {str(head["group_name"])})
+            _lock_release(tx, key)
             rows = tx.run("releases_by_keys", {"keys": tx.array([key])})
             if not rows:
                 tx.execute("probe_done", {"key": key, "articles": cost.articles, "bytes": cost.bytes})
@@ -471,11 +468,7 @@ class Prober:
         release meanwhile would otherwise be overwritten by the blob read before it); files renamed."""
         assert found.name is not None
         with self.db.transaction(fence=self.fence) as tx:
-            # The group's merge lock before the row's, in the batch store's order.
-            head = tx.one("release_group_by_key", {"key": key})
-            group = None if head is None else tx.one("group_by_name", {"name": str(head["group_name"])})
-            if head is not None and group is not None:
-                lock_merges(tx, int(group["id"]), {str(head["group_name"])})
+            _lock_release(tx, key)
             rows = tx.run("releases_by_keys", {"keys": tx.array([key])})
             if not rows:  # gone meanwhile (joined into another release): nothing to name
                 tx.execute("probe_done", {"key": key, "articles": cost.articles, "bytes": cost.bytes})
@@ -556,3 +549,13 @@ class Prober:
             else:
                 log.warning("probe.failed", release=result.key, error=result.error, articles=result.articles)
         return list(results)
+
+
+def _lock_release(tx: Tx, key: str) -> None:
+    """The merge locks of release ``key``'s group, taken before its row is read: the batch store's
+    order (group, then stripes), so that a batch merging into the release meanwhile is not
+    overwritten by what the probe read before it."""
+    head = tx.one("release_group_by_key", {"key": key})
+    group = None if head is None else tx.one("group_by_name", {"name": str(head["group_name"])})
+    if head is not None and group is not None:
+        lock_merges(tx, int(group["id"]), {str(head["group_name"])})

@@ -54,6 +54,21 @@ def overview(par2_message_id: str) -> bytes:
     return b"".join(line + b"\r\n" for line in lines)
 
 
+def post_par2_index(folder: Path) -> inn2_support.Article:
+    """The PAR2 index of ``par2_index`` posted to INN2 under the obfuscated set's name."""
+    inn2_support.ensure_inn2()
+    group = inn2_support.new_group("alt.binaries.probe")
+    article = inn2_support.Article(
+        message_id=f"<par2-{uuid.uuid4().hex}@probe.test>",
+        subject=f'[4/4] - "{HASH}.par2" yEnc (1/1)',
+        poster="poster@example.test",
+        body=yenc.encode(par2_index(folder), f"{HASH}.par2"),
+        date="Mon, 30 Nov 2026 10:00:00 +0000",
+    )
+    assert inn2_support.post_articles(group, [article]) == 1
+    return article
+
+
 def store_obfuscated(services: Services, par2_message_id: str) -> None:
     """The obfuscated post of ``overview`` indexed and stored: its release queued for a probe."""
     indexer = RangeIndexer(GROUP, 1, 7, 1, default_rules())
@@ -72,17 +87,7 @@ def test_name_from_par2_reads_the_main_files(tmp_path: Path) -> None:
 
 
 async def test_probe_renames_an_obfuscated_release_from_inn2(database_url: str, tmp_path: Path) -> None:
-    inn2_support.ensure_inn2()
-    group = inn2_support.new_group("alt.binaries.probe")
-    body = yenc.encode(par2_index(tmp_path), f"{HASH}.par2")
-    article = inn2_support.Article(
-        message_id=f"<par2-{uuid.uuid4().hex}@probe.test>",
-        subject=f'[4/4] - "{HASH}.par2" yEnc (1/1)',
-        poster="poster@example.test",
-        body=body,
-        date="Mon, 30 Nov 2026 10:00:00 +0000",
-    )
-    assert inn2_support.post_articles(group, [article]) == 1
+    article = post_par2_index(tmp_path)
 
     services = services_for(database_url, tmp_path / "data")
     try:
@@ -189,17 +194,7 @@ async def test_a_file_stored_while_the_probe_reads_is_renamed_with_its_set(
     """A set member merged into the release between the probe's read and its rename is renamed with the
     set, as one stored after the probe is (batch_store.renamed): test_run's resumed catalog held
     ``<hash>.part01.rar`` where the uninterrupted one held the real name, by when that file's batch came."""
-    inn2_support.ensure_inn2()
-    group = inn2_support.new_group("alt.binaries.probe")
-    body = yenc.encode(par2_index(tmp_path), f"{HASH}.par2")
-    article = inn2_support.Article(
-        message_id=f"<par2-{uuid.uuid4().hex}@probe.test>",
-        subject=f'[4/4] - "{HASH}.par2" yEnc (1/1)',
-        poster="poster@example.test",
-        body=body,
-        date="Mon, 30 Nov 2026 10:00:00 +0000",
-    )
-    assert inn2_support.post_articles(group, [article]) == 1
+    article = post_par2_index(tmp_path)
     lines = overview(article.message_id).splitlines(keepends=True)
     first_file, rest = b"".join(lines[:2]), b"".join(lines[2:])  # part01.rar is articles 1 and 2
 
