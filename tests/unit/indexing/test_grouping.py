@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import replace
+from typing import Protocol
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -126,21 +127,8 @@ def test_any_ranges_batches_and_order_end_in_the_same_releases(
     ranges = [(bounds[i], bounds[i + 1] - 1) for i in range(len(bounds) - 1) if bounds[i] < bounds[i + 1]]
     cuts = sorted(rng.sample(range(first, last), n_cuts))
     pending = {i: index(s, a, b, cuts) for i, (a, b) in enumerate(ranges)}
-    resume = {i: a for i, (a, _) in enumerate(ranges)}
     catalog = Catalog()
-    while pending:
-        i = rng.choice(sorted(pending))
-        batch = pending[i].pop(0)
-        catalog.store(batch)
-        resume[i] = batch.to_id + 1
-        if not pending[i]:
-            del pending[i]
-        states = [
-            RangeState(a, b, resume[i], "done" if resume[i] > b else "leased")
-            for i, (a, b) in enumerate(ranges)
-        ]
-        catalog.group(Settled(states))
-    catalog.group(Settled([RangeState(a, b, b + 1, "done") for a, b in ranges]))
+    store_interleaved(catalog, ranges, pending, rng)
     assert catalog.found() == one_run(s)
     if s in SCENARIOS:
         assert catalog.found() == s.expected()
@@ -297,3 +285,29 @@ def test_a_burst_at_the_groups_end_is_final_once_quiet() -> None:
     assert not Settled(ranges, high_water=1_200, quiet_before=latest).final(burst)  # posted, not planned
     leased = [RangeState(1, 1_000, 500, "leased")]
     assert not Settled(leased, high_water=1_000, quiet_before=latest).final(burst)  # not read yet
+
+
+class Grouped(Protocol):
+    def store(self, batch: Batch) -> None: ...
+    def group(self, settled: Settled) -> None: ...
+
+
+def store_interleaved(
+    target: Grouped, ranges: list[tuple[int, int]], pending: dict[int, list[Batch]], rng: random.Random
+) -> None:
+    """``pending``'s batches (per range) stored into ``target`` in a random interleaving of the ranges,
+    grouped after every batch with what is settled then, and once more with every range done."""
+    resume = {i: a for i, (a, _) in enumerate(ranges)}
+    while pending:
+        i = rng.choice(sorted(pending))
+        batch = pending[i].pop(0)
+        target.store(batch)
+        resume[i] = batch.to_id + 1
+        if not pending[i]:
+            del pending[i]
+        states = [
+            RangeState(a, b, resume[i], "done" if resume[i] > b else "leased")
+            for i, (a, b) in enumerate(ranges)
+        ]
+        target.group(Settled(states))
+    target.group(Settled([RangeState(a, b, b + 1, "done") for a, b in ranges]))

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support.obfuscated import RandomPosting, plan_random, post_random
+from tests.unit.indexing.test_grouping import store_interleaved
 from usenet_indexer.indexing import RangeIndexer, _native, default_rules
 from usenet_indexer.indexing.fragment import Batch, ReleaseFragment
 from usenet_indexer.indexing.grouping import (
@@ -268,19 +269,6 @@ def test_any_ranges_batches_and_order_end_in_the_same_bursts(
     ranges = [(bounds[i], bounds[i + 1] - 1) for i in range(len(bounds) - 1) if bounds[i] < bounds[i + 1]]
     cuts = sorted(rng.sample(range(first, last), n_cuts))
     pending = {i: index(s.posting.articles, a, b, cuts) for i, (a, b) in enumerate(ranges)}
-    resume = {i: a for i, (a, _) in enumerate(ranges)}
     runs = Runs()
-    while pending:
-        i = rng.choice(sorted(pending))
-        batch = pending[i].pop(0)
-        runs.store(batch)
-        resume[i] = batch.to_id + 1
-        if not pending[i]:
-            del pending[i]
-        states = [
-            RangeState(a, b, resume[i], "done" if resume[i] > b else "leased")
-            for i, (a, b) in enumerate(ranges)
-        ]
-        runs.group(Settled(states))
-    runs.group(Settled([RangeState(a, b, b + 1, "done") for a, b in ranges]))
+    store_interleaved(runs, ranges, pending, rng)
     assert runs.found() == one_run(s)
