@@ -27,14 +27,7 @@ def test_workers_index_spooled_ranges_into_the_catalog(database_url: str, tmp_pa
             workers = [
                 EdgeWorker(NodeClient(url, token), batch_articles=1_000, idle_seconds=0.1) for token in tokens
             ]
-            threads = [threading.Thread(target=w.run, kwargs={"max_ranges": 100}) for w in workers]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join(120)
-            for w in workers:
-                w.close()
-                w.client.close()
+            run_to_end(workers)
         assert query(services.db, "SELECT DISTINCT status FROM ranges") == [{"status": "done"}]
         assert services.spool.ranges() == []  # finished ranges leave nothing behind
         assert stored_catalog(services.db) == expected_catalog(GROUP, generated)
@@ -61,14 +54,7 @@ def test_a_worker_completing_first_never_holds_two_of_its_groups_leases(
                 EdgeWorker(NodeClient(url, t), batch_articles=1_000, idle_seconds=0.1, complete_first=True)
                 for t in tokens
             ]
-            threads = [threading.Thread(target=w.run, kwargs={"max_ranges": 100}) for w in workers]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join(120)
-            for w in workers:
-                w.close()
-                w.client.close()
+            run_to_end(workers)
         assert query(services.db, "SELECT DISTINCT status FROM ranges") == [{"status": "done"}]
         assert stored_catalog(services.db) == expected_catalog(GROUP, generated)
         leases = query(services.db, "SELECT node_id, granted_at, ended_at FROM lease_log ORDER BY granted_at")
@@ -81,3 +67,15 @@ def test_a_worker_completing_first_never_holds_two_of_its_groups_leases(
         assert report.problems == []
     finally:
         services.close()
+
+
+def run_to_end(workers: list[EdgeWorker]) -> None:
+    """Each worker on a thread of its own until it finds nothing more to lease, then closed."""
+    threads = [threading.Thread(target=w.run, kwargs={"max_ranges": 100}) for w in workers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    for w in workers:
+        w.close()
+        w.client.close()
