@@ -354,8 +354,10 @@ _TITLES: dict[str, str | None] = {}
 
 
 # A site's banner between angle brackets (">ghost-of-usenet.org<", "<<www.town.ag>>"): a domain names
-# no release (the sample's noisy_site posts, 73 % of noisy releases named wrongly before).
-_BANNER = re.compile(r"[<>]+\s*([^<>\s]+)\s*[<>]+")
+# no release (the sample's noisy_site posts, 73 % of noisy releases named wrongly before). Closed by the
+# brackets that mirror its opening: ">a<>b<" is two banners (closing on "<>" took the second one's ">",
+# and the second banner became the release's name; found by hypothesis).
+_BANNER = re.compile(r">+\s*([^<>\s]+)\s*<+|<+\s*([^<>\s]+)\s*>+")
 _DOMAIN = re.compile(r"(?:www\.)?[\w-]+(?:\.[\w-]+)+")
 # Short words in brackets before a title ("[TOWN] Artist - Album", "[PRiVATE]-[QkWrTz]-"): a poster's
 # or a site's tags.
@@ -366,7 +368,7 @@ _FIELDS = re.compile(r"\[[^\[\]]*\](?:\s*-\s*\[[^\[\]]*\])+")
 
 
 def _unbannered(match: re.Match[str]) -> str:
-    return " " if _DOMAIN.fullmatch(match.group(1)) else match.group()
+    return " " if _DOMAIN.fullmatch(match.group(1) or match.group(2)) else match.group()
 
 
 def _read_title(text: str) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from usenet_indexer.indexing.naming import FileKind, normalise
@@ -436,6 +436,10 @@ def _noise(draw: st.DrawFn, words: bool) -> str:
     ),
     prefix=_noise(words=False),
     suffix=_SUFFIX,
+)  # fmt: skip
+@example(  # two banners side by side: the second was read as the release's name (session 8)
+    file="Some.Show.S01E02.720p.WEB.h264-GRP.mkv", counter=(1, 2), part=(1, 1),
+    form='[{i}/{n}] - "{f}" yEnc ({p}/{t})', prefix=">ghost-of-usenet.org<>ghost-of-usenet.org<", suffix="",
 )  # fmt: skip
 def test_tags_around_a_standard_subject_change_nothing(
     file: str, counter: tuple[int, int], part: tuple[int, int], form: str, prefix: str, suffix: str
