@@ -348,6 +348,7 @@ class Prober:
             if (first := parts.get(split.pieces[0])) is not None
             and first.head_md5 is None
             and first.par2 is None
+            and first.volume is None  # a PAR2 file joins its set by its set id, never by a hash
         ]
         await asyncio.gather(*(hashed(split, first) for split, first in short))
         if cost.errors and not final:
