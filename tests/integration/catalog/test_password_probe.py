@@ -22,6 +22,7 @@ from tests.support.store import query, services_for
 from usenet_indexer.catalog.batch_store import store_batch
 from usenet_indexer.catalog.probe import Prober
 from usenet_indexer.catalog.search import Search, SearchQuery
+from usenet_indexer.coordinator.dashboard import dashboard
 from usenet_indexer.coordinator.metrics import Metrics
 from usenet_indexer.coordinator.newznab import release_item
 from usenet_indexer.indexing import RangeIndexer, default_rules
@@ -148,5 +149,11 @@ async def test_a_release_named_by_its_subjects_gets_its_password_attribute(
         assert sorted(int(r["articles"]) for r in done) == [1, 1]
         text = generate_latest(Metrics(services).registry).decode()
         assert 'usenet_indexer_probe_articles{status="done"} 2.0' in text
+        assert 'usenet_indexer_password_probes{status="done"} 2.0' in text
+        assert 'usenet_indexer_password_probe_articles{status="done"} 2.0' in text
+        # The dashboard: two passwords read, no release named from its bodies (the obfuscated one is
+        # still to probe).
+        probes = dashboard(services).probes
+        assert (probes.named, probes.passwords, probes.password_articles, probes.pending) == (0, 2, 2, 1)
     finally:
         services.close()
