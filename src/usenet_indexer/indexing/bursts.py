@@ -432,8 +432,8 @@ def releases(
             continue
         members = [i for i in order if owner.get(i) == ident]
         par2_files = [i for i in members if _set_of(parts[i]) is not None]
-        # The index: a PAR2 file of one part (volumes, with their recovery slices, are larger).
-        single = [i for i in par2_files if files[i].head.parts == 1]
+        # The index: a PAR2 file of one part without recovery slices (volumes are larger).
+        single = [i for i in par2_files if files[i].head.parts == 1 and parts[i].volume is None]
         smallest = min(single, key=lambda i: (parts[i].size, i), default=None)
         # Volumes by their recovery slices, as par2cmdline names them; where those do not tell,
         # ``.volNN.par2`` (a PAR2 file to downloaders, and no claim of which slices it holds).

@@ -145,3 +145,18 @@ def test_the_recovery_exponent_is_read_from_a_cut_off_packet() -> None:
     assert recovery_head(volume[:67]) is None  # the exponent itself cut off
     assert struct.unpack_from("<I", volume, 64)[0] == 7
     assert hashlib.md5(volume[32:3068]).digest() == volume[16:32]
+
+
+def test_a_volume_of_one_part_is_not_taken_for_the_missing_index() -> None:
+    """The index never posted: a one-part volume is a volume (named by its slices), not ``<name>.par2``.
+    Its packets name the release: its first article is the whole volume."""
+    rng = random.Random(10)
+    base = "Midnight.Signal.2014.720p.BluRay.x264-GRP"
+    payload, index = sample_set(rng, base)
+    flat = [*payload, ("v1", par2_volume(index, 0, 1))]
+    pieces = [Piece(100 + n, len(d) + 900, f"m{n}@t", f"s{n}") for n, (_, d) in enumerate(flat)]
+    files = [SplitFile((n,), Head(f"r{n}", len(d), None, None, None, None)) for n, (_, d) in enumerate(flat)]
+    parts = {n: first_part(f"m{n}@t", d[:HASH_BYTES], f"r{n}", len(d), None) for n, (_, d) in enumerate(flat)}
+    parts[3] = first_part("m3@t", flat[3][1], "r3", len(flat[3][1]), None)
+    (found,) = releases(pieces, files, parts)
+    assert sorted(f.name for f in found.files) == sorted([*(n for n, _ in payload), f"{base}.vol0+1.par2"])
