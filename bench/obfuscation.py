@@ -122,14 +122,31 @@ def read_catalog(
     db = sqlite3.connect(database)
     db.row_factory = sqlite3.Row
     try:
+        # The probes that name releases apart from the password probes of releases named by their
+        # subjects (priority 1, migration 0014; a store from before it has none).
+        columns = {str(r[1]) for r in db.execute("PRAGMA table_info(probe_queue)")}
+        naming = "WHERE priority = 0" if "priority" in columns else ""
         probes = {
-            str(s): int(n) for s, n in db.execute("SELECT status, count(*) FROM probe_queue GROUP BY status")
+            str(s): int(n)
+            for s, n in db.execute(f"SELECT status, count(*) FROM probe_queue {naming} GROUP BY status")
         }
         # What the probes cost: the articles and bytes they fetched (issue 16's "articles per release named").
         articles, fetched = db.execute(
-            "SELECT COALESCE(SUM(articles), 0), COALESCE(SUM(bytes), 0) FROM probe_queue"
+            f"SELECT COALESCE(SUM(articles), 0), COALESCE(SUM(bytes), 0) FROM probe_queue {naming}"
         ).fetchone()
         probes["articles"], probes["bytes"] = int(articles), int(fetched)
+        if naming:
+            done, articles, fetched, told = db.execute(
+                "SELECT count(*), COALESCE(SUM(p.articles), 0), COALESCE(SUM(p.bytes), 0), "
+                "COALESCE(SUM(r.password IS NOT NULL), 0) FROM probe_queue p "
+                "LEFT JOIN releases r ON r.key = p.release_key WHERE p.priority = 1 AND p.status = 'done'"
+            ).fetchone()
+            probes |= {
+                "password_done": int(done),
+                "password_articles": int(articles),
+                "password_bytes": int(fetched),
+                "password_known": int(told),
+            }
         found = db.execute(
             "SELECT key, name, obfuscated, complete, groups, segments, poster, first_date, posted_at, "
             "category FROM releases"
@@ -260,13 +277,22 @@ def main() -> None:
         "of no posted release)"
     )
     cost = {key: probes.pop(key) for key in ("articles", "bytes")}
+    passwords = {key: probes.pop(key) for key in list(probes) if key.startswith("password_")}
     print(f"probes: {', '.join(f'{n:,} {status}' for status, n in sorted(probes.items())) or 'none'}")
     done = probes.get("done", 0)
     print(
         f"probe cost: {cost['articles']:,} articles, {cost['bytes'] / 1e6:,.1f} MB; "
         f"{cost['articles'] / max(done, 1):.2f} articles a release named"
     )
+    if passwords:
+        print(
+            f"password probes (releases named by their subjects): {passwords['password_done']:,} done, "
+            f"{passwords['password_articles']:,} articles, {passwords['password_bytes'] / 1e6:,.1f} MB; "
+            f"{passwords['password_articles'] / max(passwords['password_done'], 1):.2f} articles a release; "
+            f"password known for {passwords['password_known']:,}"
+        )
     probes.update(cost)
+    probes.update(passwords)
     print("\nreleases posted, and of them (share of posted):")
     show(table)
     emit(

@@ -294,6 +294,9 @@ def store_batch(
                 "key": moved.get(c.key, c.key),
                 "par2_message_id": c.par2_message_id,
                 "nfo_message_id": c.nfo_message_id,
+                "archive_message_id": c.archive_message_id,
+                # Password probes after the ones that name releases (migration 0014).
+                "priority": 0 if c.archive_message_id is None else 1,
             }
             for c in batch.candidates
         ],

@@ -292,7 +292,16 @@ class Grouper:
             tx.execute("release_delete", {"key": member})
             tx.execute("probe_forget", {"key": member})
         # Named from its bodies (catalog/probe.py): no PAR2 message-id is known yet, the probe finds it.
-        tx.execute("probe_enqueue", {"key": release.key, "par2_message_id": "", "nfo_message_id": None})
+        tx.execute(
+            "probe_enqueue",
+            {
+                "key": release.key,
+                "par2_message_id": "",
+                "nfo_message_id": None,
+                "archive_message_id": None,
+                "priority": 0,
+            },
+        )
 
 
 __all__ = ["MAX_MEMBERS", "Grouper", "GroupingRound", "loose_files", "loose_runs", "settled_of"]

@@ -15,6 +15,10 @@ this fetches, every body through ``fetch_body``: the news pool's BODY):
    batch store applies to fragments that come later), its category worked out again from the real
    names.
 
+A third kind, taken after those two (``probe_queue.priority``): releases their subjects name, whose
+first archive volume's first article the worker saw (indexing/indexer.py's ``password_candidate``):
+``password_probe`` fetches that one article for the ``password`` attribute and leaves the name alone.
+
 At most ``bodies.MAX_ARTICLES`` articles per release; what each probe fetched (articles, bytes) is
 kept on its queue row for /metrics and the dashboard. Failures are retried three times, then kept
 with the reason. A candidate comes from an edge node: the articles fetched are always the stored
@@ -85,6 +89,7 @@ class ProbeResult:
     articles: int = 0
     bytes: int = 0
     files_renamed: int = 0
+    password: bool | None = None  # a password probe's answer (None: unknown)
 
 
 def name_from_par2(par2: bytes) -> tuple[str, list[str]]:
@@ -256,6 +261,33 @@ class Prober:
         renamed = await asyncio.to_thread(self._rename, key, found, cost)
         return ProbeResult(key, found.name, None, cost.articles, cost.bytes, renamed)
 
+    async def password_probe(self, key: str) -> ProbeResult:
+        """A release its subjects name (a candidate with an archive's article, indexing/indexer.py's
+        ``password_candidate``): the first article of its first archive volume, as the stored release
+        has it now, read for the ``password`` attribute. One article; the name is left as it is; what
+        the headers cannot tell leaves the attribute unknown. A fetch that fails is retried."""
+        cost = _Cost()
+        try:
+            files = await asyncio.to_thread(self._files_of, key)
+            known = {f.name: f.name for f in files}
+            locked, fetch = password([], known)
+            first = next((f for f in files if f.name == fetch and f.parts and f.parts[0] == 1), None)
+            if first is not None:
+                await self._first_part(first.name, first.message_id_list()[0], cost)
+                locked, _ = password(cost.parts, known)
+        except ProbeFailed as failed:
+            return ProbeResult(key, None, str(failed), cost.articles, cost.bytes)
+        except Exception as error:  # the news server: missing article, timeouts, dropped connections
+            return ProbeResult(key, None, f"{type(error).__name__}: {error}", cost.articles, cost.bytes)
+        await asyncio.to_thread(self._store_password, key, locked, cost)
+        return ProbeResult(key, None, None, cost.articles, cost.bytes, password=locked)
+
+    def _store_password(self, key: str, locked: bool | None, cost: _Cost) -> None:
+        with self.db.transaction(fence=self.fence) as tx:
+            if locked is not None:
+                tx.execute("release_password", {"key": key, "password": locked})
+            tx.execute("probe_done", {"key": key, "articles": cost.articles, "bytes": cost.bytes})
+
     async def _yenc(self, piece: Piece, cost: _Cost) -> YEncDecoded | None:
         """A burst's article fetched and decoded; None when missing or not yEnc (counted all the same)."""
         try:
@@ -316,6 +348,7 @@ class Prober:
             if (first := parts.get(split.pieces[0])) is not None
             and first.head_md5 is None
             and first.par2 is None
+            and first.volume is None  # a PAR2 file joins its set by its set id, never by a hash
         ]
         await asyncio.gather(*(hashed(split, first) for split, first in short))
         if cost.errors and not final:
@@ -511,7 +544,9 @@ class Prober:
         try:
             results = await asyncio.gather(
                 *(
-                    self.probe(
+                    self.password_probe(str(row["release_key"]))
+                    if row.get("archive_message_id") is not None and not row["par2_message_id"]
+                    else self.probe(
                         str(row["release_key"]), str(row["par2_message_id"]), int(str(row["attempts"]))
                     )
                     for row in taken
@@ -537,7 +572,11 @@ class Prober:
                     ],
                 )
         for result in results:
-            if result.error is None:
+            if result.error is None and result.name is None:
+                log.info(
+                    "probe.password", release=result.key, password=result.password, articles=result.articles
+                )
+            elif result.error is None:
                 log.info(
                     "probe.named",
                     release=result.key,

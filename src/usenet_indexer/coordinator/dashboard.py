@@ -62,7 +62,8 @@ class Worker:
 
 @dataclass
 class Probes:
-    """Releases named from their bodies (issue 16), and what naming them cost."""
+    """Releases named from their bodies (issue 16), and what naming them cost; and the password probes
+    of releases named by their subjects (one article each)."""
 
     named: int = 0
     pending: int = 0  # queued or being probed
@@ -70,18 +71,22 @@ class Probes:
     articles: int = 0  # bodies fetched, by every probe
     bytes: int = 0
     joined: int = 0  # releases joined from loose files (catalog/grouping.py)
+    passwords: int = 0  # password probes done
+    password_articles: int = 0  # bodies they fetched (in ``articles`` too)
 
     @property
     def articles_per_named(self) -> float:
-        return self.articles / self.named if self.named else 0.0
+        return (self.articles - self.password_articles) / self.named if self.named else 0.0
 
 
 def probes_of(rows: list[Row], joined: Row | None) -> Probes:
     out = Probes(joined=int(joined["releases"]) if joined else 0)
     for r in rows:
         status, n = str(r["status"]), int(r["n"])
+        out.password_articles += int(r["password_articles"])
         if status == "done":
-            out.named += n
+            out.named += n - int(r["passwords"])
+            out.passwords += int(r["passwords"])
         elif status == "failed":
             out.failed += n
         else:

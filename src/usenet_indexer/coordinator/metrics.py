@@ -75,13 +75,27 @@ class StoreCollector(Collector):
         fetched = GaugeMetricFamily(
             "usenet_indexer_probe_bytes", "Bytes fetched by probes, by their status", labels=["status"]
         )
+        passwords = GaugeMetricFamily(
+            "usenet_indexer_password_probes",
+            "Of the probes, the password probes of releases named by their subjects, by status",
+            labels=["status"],
+        )
+        password_articles = GaugeMetricFamily(
+            "usenet_indexer_password_probe_articles",
+            "Articles fetched by password probes, by their status",
+            labels=["status"],
+        )
         for row in probes:
             count.add_metric([row["status"]], int(row["n"]))
             articles.add_metric([row["status"]], int(row["articles"]))
             fetched.add_metric([row["status"]], int(row["bytes"]))
+            passwords.add_metric([row["status"]], int(row["passwords"]))
+            password_articles.add_metric([row["status"]], int(row["password_articles"]))
         yield count
         yield articles
         yield fetched
+        yield passwords
+        yield password_articles
         yield GaugeMetricFamily(
             "usenet_indexer_joined_releases",
             "Releases joined from loose files (per-file random names)",

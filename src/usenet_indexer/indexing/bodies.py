@@ -31,7 +31,8 @@ from dataclasses import dataclass, field, replace
 from usenet_indexer.indexing.archives import ArchiveStart, first_volume, read_archive_start
 from usenet_indexer.indexing.fragment import FileFragment
 from usenet_indexer.indexing.naming import FileKind, file_kind, looks_obfuscated, release_base
-from usenet_indexer.indexing.par2 import Par2Error, Par2Index, read_par2
+from usenet_indexer.indexing.par2 import Par2Error, Par2Index, RecoveryHead, read_par2, recovery_head
+from usenet_indexer.indexing.volumes import Volume, name_volumes
 
 PAR2_MAGIC = b"PAR2\0PKT"
 HASH_BYTES = 16 * 1024  # PAR2's "first 16 KiB" hash
@@ -52,6 +53,8 @@ class FirstPart:
     par2: Par2Index | None  # the PAR2 packets it holds, when its data starts with the magic
     # The archive headers it holds, when the file's data starts with RAR4, RAR5 or 7z (a password?)
     archive: ArchiveStart | None = None
+    # Its recovery slices, when it is a PAR2 recovery volume (indexing/volumes.py names it by them)
+    volume: RecoveryHead | None = None
 
 
 def first_part(posted: str, data: bytes, yenc_name: str, size: int, begin: int | None) -> FirstPart:
@@ -61,13 +64,23 @@ def first_part(posted: str, data: bytes, yenc_name: str, size: int, begin: int |
     if (begin is None or begin == 1) and len(data) >= want:
         head = hashlib.md5(data[:want], usedforsecurity=False).digest()
     par2: Par2Index | None = None
+    volume: RecoveryHead | None = None
     if data.startswith(PAR2_MAGIC):
         try:
             par2 = read_par2(data)
         except Par2Error:
             par2 = None
+        if begin is None or begin == 1:
+            volume = recovery_head(data, whole=len(data) == size)
     archive = read_archive_start(data) if begin is None or begin == 1 else None
-    return FirstPart(posted, yenc_name, size, head, par2, archive)
+    return FirstPart(posted, yenc_name, size, head, par2, archive, volume)
+
+
+def volume_renames(name: str, parts: Sequence[FirstPart], index: Par2Index | None) -> dict[str, str]:
+    """The recovery volumes among ``parts`` named as par2cmdline names them (indexing/volumes.py), by
+    their posted names; none when one of the set's cannot be told."""
+    volumes = {p.posted: Volume(p.volume, p.size) for p in parts if p.volume is not None}
+    return name_volumes(name, volumes, index)
 
 
 def safe_name(name: str) -> str | None:
@@ -147,6 +160,11 @@ def name_files(parts: Sequence[FirstPart], par2: Par2Index | None) -> BodyNames:
         and not real_looking(indexes[0].posted)
     ):
         renames[indexes[0].posted] = f"{name}.par2"
+    # Its recovery volumes under random names too (no packet names them): by their slices.
+    if name is not None and len(indexes) == 1:
+        for posted, new in volume_renames(name, parts, indexes[0].par2).items():
+            if posted not in renames and not real_looking(posted):
+                renames[posted] = new
     renames = _unique(renames, [p.posted for p in parts])
     return BodyNames(name, source, renames, tuple(sorted(set(par2_names) | set(renames.values()))))
 
@@ -337,4 +355,5 @@ __all__ = [
     "safe_name",
     "set_base",
     "set_renames",
+    "volume_renames",
 ]

@@ -37,7 +37,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from usenet_indexer.indexing.bodies import MAX_ARTICLES, FirstPart, release_name, safe_name
+from usenet_indexer.indexing.bodies import MAX_ARTICLES, FirstPart, release_name, safe_name, volume_renames
 from usenet_indexer.indexing.fragment import FileFragment, int_array
 from usenet_indexer.indexing.runs import is_article_file
 
@@ -376,9 +376,11 @@ class BurstRelease:
 
 
 def _set_of(part: FirstPart) -> bytes | None:
-    if part.par2 is None or not part.par2.recovery_set_ids:
-        return None
-    return part.par2.recovery_set_ids[0]
+    """The recovery set of a PAR2 file: its packets', else its first recovery slice's (a volume's first
+    article may hold nothing else whole)."""
+    if part.par2 is not None and part.par2.recovery_set_ids:
+        return part.par2.recovery_set_ids[0]
+    return part.volume.recovery_set_id if part.volume is not None else None
 
 
 def releases(
@@ -429,10 +431,13 @@ def releases(
         if name is None:
             continue
         members = [i for i in order if owner.get(i) == ident]
-        par2_files = [i for i in members if parts[i].par2 is not None]
-        # The index: a PAR2 file of one part (volumes, with their recovery slices, are larger).
-        single = [i for i in par2_files if files[i].head.parts == 1]
+        par2_files = [i for i in members if _set_of(parts[i]) is not None]
+        # The index: a PAR2 file of one part without recovery slices (volumes are larger).
+        single = [i for i in par2_files if files[i].head.parts == 1 and parts[i].volume is None]
         smallest = min(single, key=lambda i: (parts[i].size, i), default=None)
+        # Volumes by their recovery slices, as par2cmdline names them; where those do not tell,
+        # ``.volNN.par2`` (a PAR2 file to downloaders, and no claim of which slices it holds).
+        volumes = volume_renames(name, [parts[i] for i in par2_files if i != smallest], index_part.par2)
         volume = 0
         built = []
         names: dict[str, str] = {}
@@ -441,6 +446,8 @@ def releases(
                 file_name = named[i]
             elif i == smallest:
                 file_name = f"{name}.par2"
+            elif i in par2_files and parts[i].posted in volumes:
+                file_name = volumes[parts[i].posted]
             elif i in par2_files:
                 file_name = f"{name}.vol{volume:02d}.par2"
                 volume += 1

@@ -95,12 +95,16 @@ class ReleaseFragment:
 
 @dataclass(frozen=True, slots=True)
 class ProbeCandidate:
-    """An obfuscated release and the articles whose bodies can name it."""
+    """An obfuscated release and the articles whose bodies can name it; or (``archive_message_id``) a
+    release its subjects name, whose first archive volume's first article says if it is passworded."""
 
     key: str
     name: str
-    par2_message_id: str  # first segment of the PAR2 index file (or of the smallest volume)
+    par2_message_id: (
+        str  # first segment of the PAR2 index file (or of the smallest volume); "" for a password probe
+    )
     nfo_message_id: str | None
+    archive_message_id: str | None = None  # a password probe's: the first archive volume's first segment
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +165,8 @@ def candidate_to_dict(c: ProbeCandidate) -> dict[str, Any]:
         "name": c.name,
         "par2_message_id": c.par2_message_id,
         "nfo_message_id": c.nfo_message_id,
+        # Only where there is one: a coordinator from before password probes reads the rest.
+        **({"archive_message_id": c.archive_message_id} if c.archive_message_id is not None else {}),
     }
 
 
@@ -255,6 +261,7 @@ _FRAGMENT_FIELDS = frozenset(
     }
 )
 _CANDIDATE_FIELDS = frozenset({"key", "name", "par2_message_id", "nfo_message_id"})
+_CANDIDATE_OPTIONAL = frozenset({"archive_message_id"})  # password probes (issue 16)
 _BATCH_FIELDS = frozenset(
     {"from_id", "to_id", "headers", "malformed", "gaps", "undated", "unmatched", "fragments", "candidates"}
 )
@@ -372,15 +379,21 @@ def fragment_from_dict(
 
 
 def candidate_from_dict(obj: Any, where: str = "candidate") -> ProbeCandidate:
-    d = _fields(obj, where, _CANDIDATE_FIELDS)
-    nfo = d["nfo_message_id"]
+    d = _fields(obj, where, _CANDIDATE_FIELDS, _CANDIDATE_OPTIONAL)
+    nfo, archive = d["nfo_message_id"], d.get("archive_message_id")
     return ProbeCandidate(
         key=_str(d["key"], f"{where}.key", limit=128, empty=False),
         name=_str(d["name"], f"{where}.name"),
-        par2_message_id=_str(d["par2_message_id"], f"{where}.par2_message_id", MAX_MESSAGE_ID, empty=False),
+        # A password probe names its archive's article instead of a PAR2's.
+        par2_message_id=_str(
+            d["par2_message_id"], f"{where}.par2_message_id", MAX_MESSAGE_ID, empty=archive is not None
+        ),
         nfo_message_id=None
         if nfo is None
         else _str(nfo, f"{where}.nfo_message_id", MAX_MESSAGE_ID, empty=False),
+        archive_message_id=None
+        if archive is None
+        else _str(archive, f"{where}.archive_message_id", MAX_MESSAGE_ID, empty=False),
     )
 
 

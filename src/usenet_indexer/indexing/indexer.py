@@ -56,6 +56,7 @@ from operator import itemgetter, lt
 from typing import NamedTuple
 
 from usenet_indexer.indexing import _native
+from usenet_indexer.indexing.archives import first_volume
 from usenet_indexer.indexing.fragment import (
     MAX_MESSAGE_ID,
     MAX_TEXT,
@@ -313,10 +314,13 @@ class RangeIndexer:
             fragment, missing_dates = self._release_fragment(files)
             undated += missing_dates
             fragments.append(fragment)
+            kinds = [(acc.info.kind, built) for acc, built in files]
             if fragment.obfuscated:
-                candidate = probe_candidate(fragment, [(acc.info.kind, built) for acc, built in files])
-                if candidate is not None:
-                    candidates.append(candidate)
+                candidate = probe_candidate(fragment, kinds)
+            else:
+                candidate = password_candidate(fragment, kinds)
+            if candidate is not None:
+                candidates.append(candidate)
         batch = Batch(
             from_id=self._batch_from,
             to_id=self._next - 1,
@@ -772,4 +776,36 @@ def probe_candidate(
     )
 
 
-__all__ = ["IndexerError", "RangeIndexer", "message_id", "probe_candidate", "release_key"]
+_ARCHIVES = frozenset({FileKind.RAR, FileKind.SEVEN_ZIP, FileKind.SPLIT})
+
+
+def password_candidate(
+    fragment: ReleaseFragment, files: list[tuple[FileKind, FileFragment]]
+) -> ProbeCandidate | None:
+    """A release its subjects name, when this fragment holds the first article of its first archive
+    volume (``archives.first_volume`` of the fragment's files): the probe reads that article's archive
+    headers for the ``password`` attribute (Sonarr and Radarr skip passworded releases). Once per
+    release, where that article is; obfuscated releases are probed for their names, and this with it."""
+    if not any(kind in _ARCHIVES for kind, _ in files):
+        return None  # most fragments: a cheap test before the names are read
+    first = first_volume([f.name for _, f in files])
+    held = next((f for _, f in files if f.name == first and f.parts and f.parts[0] == 1), None)
+    if held is None:
+        return None
+    return ProbeCandidate(
+        key=fragment.key,
+        name=fragment.name,
+        par2_message_id="",
+        nfo_message_id=None,
+        archive_message_id=held.message_id_list()[0],
+    )
+
+
+__all__ = [
+    "IndexerError",
+    "RangeIndexer",
+    "message_id",
+    "password_candidate",
+    "probe_candidate",
+    "release_key",
+]

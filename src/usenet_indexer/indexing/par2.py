@@ -43,7 +43,15 @@ import struct
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
-__all__ = ["Par2Error", "Par2File", "Par2Index", "read_par2"]
+__all__ = [
+    "RECOVERY_HEADER",
+    "Par2Error",
+    "Par2File",
+    "Par2Index",
+    "RecoveryHead",
+    "read_par2",
+    "recovery_head",
+]
 
 BytesLike: TypeAlias = bytes | bytearray | memoryview
 
@@ -61,6 +69,7 @@ TYPE_SLICE_CHECKSUMS = b"PAR 2.0\0IFSC\0\0\0\0"
 
 _FILE_DESC = struct.Struct("<16s16s16sQ")  # file id, MD5 of the file, MD5 of its first 16 KiB, length
 _MAIN = struct.Struct("<QI")  # slice size, number of files in the recovery set
+RECOVERY_HEADER = HEADER_SIZE + 4  # a Recovery Slice packet: the header, the exponent (u32 LE), the slice
 
 
 class Par2Error(ValueError):
@@ -93,6 +102,10 @@ class Par2Index:
     missing_files: int  # files the Main packet lists without a readable description
     recovery_slices: int  # recovery slice packets (a volume file has them, an index file none)
     other_packets: int = 0  # valid packets of types not read here
+    # An index read whole and clean (no recovery slice, nothing damaged or cut off): the bytes of its
+    # packets but the Creator's, which par2cmdline repeats in each volume (indexing/volumes.py); else None.
+    critical_bytes: int | None = None
+    creator_bytes: int = 0  # the Creator packets' bytes
 
 
 # A File Description as read: file id, MD5 of the file, MD5 of its first 16 KiB, length, raw name.
@@ -116,6 +129,7 @@ class _Reader:
     slices: int = 0
     other: int = 0
     truncated: bool = False
+    lengths: dict[bytes, int] = field(default_factory=dict)  # bytes of the verified packets, by type
 
     def run(self) -> None:
         data, n = self.data, len(self.data)
@@ -145,6 +159,7 @@ class _Reader:
             if self._packet(kind, set_id, self.view[pos + HEADER_SIZE : pos + length]):
                 self.packets += 1
                 self.set_ids.setdefault(set_id)
+                self.lengths[kind] = self.lengths.get(kind, 0) + length
             else:
                 self.bad += 1
             end = pos + length
@@ -192,6 +207,8 @@ class _Reader:
         missing = sum(
             1 for set_id, ids in self.main_ids.items() for i in ids if (set_id, i) not in self.descriptions
         )
+        clean = not (self.bad or self.truncated or self.slices or missing) and len(self.set_ids) == 1
+        creator = self.lengths.get(TYPE_CREATOR, 0)
         return Par2Index(
             files=tuple(files),
             recovery_set_ids=tuple(self.set_ids),
@@ -203,6 +220,8 @@ class _Reader:
             missing_files=missing,
             recovery_slices=self.slices,
             other_packets=self.other,
+            critical_bytes=sum(self.lengths.values()) - creator if clean else None,
+            creator_bytes=creator,
         )
 
 
@@ -230,6 +249,50 @@ def read_par2(data: BytesLike) -> Par2Index:
     if reader.packets == 0:
         raise Par2Error(_nothing_readable(raw, reader))
     return reader.index()
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryHead:
+    """What the start of a recovery volume says of its recovery slices (indexing/volumes.py names the
+    volume by it)."""
+
+    recovery_set_id: bytes
+    slice_size: int  # from the Recovery Slice packets' length
+    exponents: tuple[int, ...]  # of the Recovery Slice packets whose headers lie in the bytes read, in order
+    whole: bool  # the bytes read were the whole file: ``exponents`` are all its slices
+
+
+def recovery_head(data: BytesLike, *, whole: bool = False) -> RecoveryHead | None:
+    """The Recovery Slice packets at the start of a PAR2 file (``data``: its first bytes, ``whole`` when
+    they are all of it), packet after packet from offset 0 by their lengths. A packet cut off by the end
+    of ``data`` counts by its header (a slice is often longer than an article; the yEnc CRC vouches for
+    the article's bytes). None when the file does not start with PAR2 packets, a whole packet fails its
+    MD5, the recovery packets disagree on their set or length, or none is within ``data``."""
+    raw = data if isinstance(data, bytes) else bytes(data)
+    view = memoryview(raw)
+    n, pos = len(raw), 0
+    exponents: list[int] = []
+    shape: tuple[bytes, int] | None = None
+    while pos + HEADER_SIZE <= n and raw.startswith(MAGIC, pos):
+        _magic, length, md5, set_id, kind = _HEADER.unpack_from(raw, pos)
+        if length < HEADER_SIZE or length % 4:
+            return None
+        cut = pos + length > n
+        if not cut and hashlib.md5(view[pos + 32 : pos + length]).digest() != md5:
+            return None
+        if kind == TYPE_RECOVERY_SLICE:
+            if pos + RECOVERY_HEADER > n or length < RECOVERY_HEADER:
+                break
+            if shape is not None and shape != (set_id, length):
+                return None
+            shape = (set_id, length)
+            exponents.append(struct.unpack_from("<I", raw, pos + HEADER_SIZE)[0])
+        if cut:
+            break
+        pos += length
+    if shape is None:
+        return None
+    return RecoveryHead(shape[0], shape[1] - RECOVERY_HEADER, tuple(exponents), whole and pos == n)
 
 
 def _nothing_readable(data: bytes, reader: _Reader) -> str:

@@ -26,14 +26,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from usenet_indexer.indexing.par2 import (
+    HEADER_SIZE,
     MAGIC,
+    RECOVERY_HEADER,
     TYPE_CREATOR,
     TYPE_FILE_DESC,
     TYPE_MAIN,
+    TYPE_RECOVERY_SLICE,
     TYPE_SLICE_CHECKSUMS,
 )
 
-__all__ = ["Par2Input", "file_id", "index_size", "par2_index"]
+__all__ = ["Par2Input", "file_id", "index_size", "par2_index", "par2_volume", "volume_size"]
 
 HASH_16K_BYTES = 16 * 1024
 DEFAULT_CREATOR = "usenet-indexer sample server"
@@ -103,4 +106,43 @@ def par2_index(files: Sequence[Par2Input], slice_size: int = 4096, creator: str 
         packets.append(_packet(set_id, TYPE_FILE_DESC, description))
         packets.append(_packet(set_id, TYPE_SLICE_CHECKSUMS, slice_checksums))
     packets.append(_packet(set_id, TYPE_CREATOR, _padded(creator.encode("ascii", "replace"))))
+    return b"".join(packets)
+
+
+def _creator_bytes(creator: str) -> int:
+    return HEADER_SIZE + len(_padded(creator.encode("ascii", "replace")))
+
+
+def volume_size(index_bytes: int, slice_size: int, count: int, creator: str = DEFAULT_CREATOR) -> int:
+    """The length of :func:`par2_volume`'s output for a set whose index is ``index_bytes`` long."""
+    critical = index_bytes - _creator_bytes(creator)
+    return count * (RECOVERY_HEADER + slice_size) + count.bit_length() * critical + _creator_bytes(creator)
+
+
+def par2_volume(index: bytes, first: int, count: int, creator: str = DEFAULT_CREATOR) -> bytes:
+    """A recovery volume of the set ``index`` (:func:`par2_index`'s bytes) laid out as par2cmdline lays
+    one out (its size tells its slice count, indexing/volumes.py): ``count`` Recovery Slice packets of
+    exponents ``first`` … ``first + count - 1``, the index's packets but the Creator repeated as many
+    times as ``count`` has bits, each copy after a recovery packet, and the Creator last.
+
+    The slices' bytes are not Reed-Solomon: they are SHAKE-128 of the set id and exponent (the sample has
+    no repair to make; computing real ones in Python would cost seconds a volume). ``par2 verify``
+    accepts them (it checks packets, not what a repair would give); a repair with them fails."""
+    if count < 1:
+        raise ValueError(f"a volume holds at least one recovery slice, not {count}")
+    creator_packet = _creator_bytes(creator)
+    critical, tail = index[:-creator_packet], index[-creator_packet:]
+    if not tail.startswith(MAGIC) or tail[48:64] != TYPE_CREATOR:
+        raise ValueError("the index does not end with this creator's packet")
+    set_id = index[32:48]
+    slice_size = struct.unpack_from("<Q", index, HEADER_SIZE)[0]
+    copies = count.bit_length()
+    packets = []
+    for k in range(count):
+        exponent = first + k
+        data = hashlib.shake_128(set_id + struct.pack("<I", exponent)).digest(slice_size)
+        packets.append(_packet(set_id, TYPE_RECOVERY_SLICE, struct.pack("<I", exponent) + data))
+        if k < copies:
+            packets.append(critical)
+    packets.append(tail)
     return b"".join(packets)

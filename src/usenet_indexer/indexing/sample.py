@@ -61,6 +61,8 @@ from dataclasses import dataclass, field, replace
 from email.utils import formatdate
 from functools import lru_cache
 
+from usenet_indexer.indexing.volumes import volume_names
+
 _TITLES = (
     "Quiet.Harbor",
     "The.Long.Road.Home",
@@ -150,14 +152,21 @@ class Posting:
 
 
 def _rar_set(
-    base: str, volumes: int, par2_volumes: int, part_total: int, extras: bool
+    base: str, volumes: int, par2_volumes: int, part_total: int, extras: bool, par2cmdline: bool = False
 ) -> list[tuple[str, int]]:
+    """``par2cmdline``: volumes named as par2cmdline names them (``vol0+1``: padded to the set's widest
+    numbers, indexing/volumes.py), as the sample news server lays them out; else always two digits
+    (``plan()``'s names, which do not change)."""
     files = [(f"{base}.part{i:0{max(2, len(str(volumes)))}d}.rar", part_total) for i in range(1, volumes + 1)]
     files.append((f"{base}.par2", 1))
-    block = 1
-    for _ in range(par2_volumes):
-        files.append((f"{base}.vol{block - 1:02d}+{block:02d}.par2", max(1, part_total // 8)))
-        block *= 2
+    blocks = [(2**k - 1, 2**k) for k in range(par2_volumes)]  # par2cmdline's default: 1, 2, 4 … slices
+    names = (
+        volume_names(base, blocks)
+        if par2cmdline
+        else [f"{base}.vol{first:02d}+{count:02d}.par2" for first, count in blocks]
+    )
+    for name in names:
+        files.append((name, max(1, part_total // 8)))
     if extras:
         files.append((f"{base}.nfo", 1))
         files.append((f"{base}.sfv", 1))
@@ -165,17 +174,18 @@ def _rar_set(
 
 
 def _content(
-    rng: random.Random, kind: str, n: int, tag: str, parts: int
+    rng: random.Random, kind: str, n: int, tag: str, parts: int, par2cmdline: bool = False
 ) -> tuple[str, list[tuple[str, int]], tuple[str, ...] | None]:
     """A release's real base name and files, and the subject styles it may be posted in (None: any)."""
+    p2 = par2cmdline
     if kind == "movie":
         res = rng.choice(("720p", "1080p", "2160p", "480p"))
         base = f"{rng.choice(_TITLES)}.{2000 + n % 25}.{res}.BluRay.x264-{tag}"
-        return base, _rar_set(base, rng.randint(2, 8), rng.randint(1, 3), parts, rng.random() < 0.7), None
+        return base, _rar_set(base, rng.randint(2, 8), rng.randint(1, 3), parts, rng.random() < 0.7, p2), None
     if kind == "tv":
         res = rng.choice(("720p", "1080p", "2160p", "SDTV"))
         base = f"{rng.choice(_SHOWS)}.S{1 + n % 9:02d}E{1 + n % 20:02d}.{res}.WEB.h264-{tag}"
-        return base, _rar_set(base, rng.randint(2, 5), rng.randint(1, 2), parts, rng.random() < 0.5), None
+        return base, _rar_set(base, rng.randint(2, 5), rng.randint(1, 2), parts, rng.random() < 0.5, p2), None
     if kind == "music":
         base = f"Artist {n} - Album {n} ({2000 + n % 24}) [FLAC]"
         files = [(f"{i:02d} - Track {i}.flac", parts) for i in range(1, rng.randint(3, 8))]
@@ -190,10 +200,11 @@ def _content(
         )
     if kind == "pc":
         base = f"Some.Software.v{n % 9}.{n % 7}-{tag}"
-        return base, _rar_set(base, rng.randint(2, 4), 1, parts, True), None
+        return base, _rar_set(base, rng.randint(2, 4), 1, parts, True, p2), None
     if kind == "obfuscated":
         base = "".join(rng.choice("0123456789abcdef") for _ in range(24))
-        return base, _rar_set(base, rng.randint(2, 6), rng.randint(1, 2), parts, False), ("counter", "quoted")
+        files = _rar_set(base, rng.randint(2, 6), rng.randint(1, 2), parts, False, p2)
+        return base, files, ("counter", "quoted")
     # a single file posted on its own
     res = rng.choice(("720p", "1080p"))
     base = f"{rng.choice(_TITLES)}.{2000 + n % 25}.{res}.WEB-DL.x264-{tag}"
@@ -419,7 +430,7 @@ def plan_today(
         kind = rng.choice(_OBFUSCATED_KINDS if scheme in OBFUSCATED else _NAMED_KINDS)
         team = rng.choice(_GROUPS_TAGS)
         parts = rng.randint(3, max_parts)
-        base, files, styles = _content(rng, kind, n, team, parts)
+        base, files, styles = _content(rng, kind, n, team, parts, par2cmdline=True)
         request, tag, real = None, "", ""
         # (subject name, real name, yEnc name) of each file
         names = [(name, "", "") for name, _ in files]
@@ -433,7 +444,7 @@ def plan_today(
             collection = base
         else:
             if not any(name.endswith(".par2") for name, _ in files):  # a single video: its PAR2 set
-                files += [(f"{base}.par2", 1), (f"{base}.vol00+01.par2", max(1, parts // 8))]
+                files += [(f"{base}.par2", 1), (volume_names(base, [(0, 1)])[0], max(1, parts // 8))]
             real = base
             if scheme == "par2_obfuscated":
                 collection = f"{rng.getrandbits(96):024x}"

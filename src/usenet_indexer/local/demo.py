@@ -180,10 +180,11 @@ def show_results(local: LocalRun, view: View, key: str, data_dir: Path) -> None:
     assert local.services is not None  # started
     named = local.services.db.transaction(write=False)
     with named as tx:
-        probes = {str(r["status"]): int(r["n"]) for r in tx.run("dashboard_probes")}
+        done = [r for r in tx.run("metrics_probes") if r["status"] == "done"]
+    passwords = sum(int(r["passwords"]) for r in done)
     lines.append(
-        f"  probe:           {probes.get('done', 0)} obfuscated releases named from their bodies"
-        " (PAR2, yEnc names)"
+        f"  probe:           {sum(int(r['n']) for r in done) - passwords} obfuscated releases named from "
+        f"their bodies (PAR2, yEnc names); {passwords} releases' archives read for a password"
     )
     lines.append("Ctrl-C stops. Next, index a real provider: see README.md, `usenet-indexer run`.")
     view.print("\n".join(lines))

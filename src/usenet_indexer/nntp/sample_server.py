@@ -30,8 +30,10 @@ quoted name; the real name for per-file random names; a random one for fully ran
 is (PAR2 or payload) is what its real name says. A release's PAR2 index file (``x.par2``) is a real PAR2
 index (``indexing/par2_writer.py``) over the release's other files as their parts decode, naming them as
 they were before obfuscation: so the probe can name obfuscated releases, and a downloader could verify
-what it fetched. A recovery volume (``x.vol00+01.par2``) carries the same packets, padded to its parts'
-size, without recovery slices.
+what it fetched. A recovery volume (``x.vol0+1.par2``) is laid out as par2cmdline lays one out
+(``par2_writer.par2_volume``: its recovery slices, whose bytes are not Reed-Solomon, and the index's
+packets), in as many parts as the plan says, of a size that makes its last part a third of the others,
+as every other file's is.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ from usenet_indexer.articles import aligned
 from usenet_indexer.compression import zlib_compress
 from usenet_indexer.indexing import sample
 from usenet_indexer.indexing.naming import FileKind, file_kind
-from usenet_indexer.indexing.par2_writer import Par2Input, index_size, par2_index
+from usenet_indexer.indexing.par2_writer import Par2Input, index_size, par2_index, par2_volume, volume_size
 from usenet_indexer.nntp import yenc
 from usenet_indexer.nntp.fake_server import FakeNNTPServer, FeedArticle, Script
 
@@ -348,7 +350,8 @@ class SampleFeed:
             if file_kind(x.real) not in (FileKind.PAR2, FileKind.PAR2_VOLUME)
         ] or [(release.files[0].real, 0)]
         index = index_size(described, slice_size=PART_BYTES)
-        return index if f.parts_total == 1 else max(index, self.file_size(f))
+        slices = _slices(f.real)
+        return index if slices is None else volume_size(index, PART_BYTES, slices[1])
 
     # -- Feed ------------------------------------------------------------------------------------
 
@@ -440,8 +443,9 @@ class SampleFeed:
         # What a file is, is what its real name says: random names have no extension.
         if file_kind(f.real) in (FileKind.PAR2, FileKind.PAR2_VOLUME):
             data = self._par2_file(g, g.release[offset], f)
-            start = (part - 1) * PART_BYTES
-            piece = data[start : start + PART_BYTES] if part < f.parts_total else data[start:]
+            size = _part_bytes(len(data), f.parts_total)
+            start = (part - 1) * size
+            piece = data[start : start + size] if part < f.parts_total else data[start:]
             body = yenc.encode(
                 piece, f.yenc, part=part, total=f.parts_total, begin=start + 1, file_size=len(data)
             )
@@ -507,14 +511,10 @@ class SampleFeed:
         return b"".join(self.payload(group, release, file, p, total) for p in range(1, total + 1))
 
     def _par2_file(self, g: _Group, release_index: int, f: sample.PlannedFile) -> bytes:
-        """A PAR2 file of the release: the index, or a "volume" carrying the same packets (no recovery
-        slices: the sample has nothing to repair) padded to its parts, as real volumes name the files
-        too (the probe falls back to the smallest volume when the index was not posted)."""
+        """A PAR2 file of the release: the index, or a recovery volume (the module's docstring)."""
         index = self._par2(g, release_index)
-        if f.parts_total == 1:
-            return index
-        size = (f.parts_total - 1) * PART_BYTES + PART_BYTES // 3
-        return index + b"\0" * max(0, size - len(index))
+        slices = _slices(f.real)
+        return index if slices is None else par2_volume(index, *slices)
 
     def _par2(self, g: _Group, release_index: int) -> bytes:
         key = (g.index, release_index)
@@ -534,6 +534,24 @@ class SampleFeed:
             while len(self._par2_cache) > 256:
                 self._par2_cache.popitem(last=False)
         return data
+
+
+_VOLUME = re.compile(r"\.vol(\d+)\+(\d+)\.par2$", re.IGNORECASE)
+
+
+def _slices(name: str) -> tuple[int, int] | None:
+    """A recovery volume's (first exponent, count), from its real name; None for the index."""
+    match = _VOLUME.search(name)
+    return None if match is None else (int(match[1]), int(match[2]))
+
+
+def _part_bytes(length: int, parts: int) -> int:
+    """The part size that cuts ``length`` bytes into ``parts`` parts, the last a third of the others
+    (a PAR2 file's length is the layout's, not a whole number of parts): the overview's sizes and
+    the parts' yEnc headers then agree, as the walk of a burst needs (indexing/bursts.py)."""
+    if parts <= 1:
+        return max(1, length)
+    return max(1, round(3 * length / (3 * parts - 2)))
 
 
 class SampleServer:

@@ -294,7 +294,11 @@ def check_authority(batch: Batch, *, group: str, low: int, high: int) -> Batch:
         if held is None:
             continue  # checked when probed, against the release as stored
         ids = {mid for file in held.files for mid in file.message_id_list()}
-        for mid in (candidate.par2_message_id, candidate.nfo_message_id):
+        for mid in (
+            candidate.par2_message_id or None,
+            candidate.nfo_message_id,
+            candidate.archive_message_id,
+        ):
             if mid is not None and mid not in ids:
                 raise BatchError(f"{where}: message-id {mid[:100]!r} is not a segment of its release")
     runs = []

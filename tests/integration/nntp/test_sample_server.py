@@ -5,6 +5,7 @@ name obfuscated releases, and ARTICLE/HEAD/STAT."""
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import socket
 import subprocess
@@ -18,7 +19,7 @@ import pytest
 from usenet_indexer.catalog.probe import name_from_par2
 from usenet_indexer.indexing import sample
 from usenet_indexer.indexing.naming import FileKind, file_kind
-from usenet_indexer.indexing.par2 import read_par2
+from usenet_indexer.indexing.par2 import read_par2, recovery_head
 from usenet_indexer.nntp import Command, NoSuchArticle
 from usenet_indexer.nntp.client import NNTPClient
 from usenet_indexer.nntp.fake_server import Script
@@ -195,24 +196,27 @@ def _command(text: str, code: int) -> Command:
     return Command(text, frozenset({code}))
 
 
-async def test_every_obfuscated_release_has_a_par2_file_that_names_it(
+async def test_a_recovery_volume_is_laid_out_as_par2cmdline_lays_it_out(
     feed: SampleFeed, server: SampleServer
 ) -> None:
-    """Where the index file was not posted (the sample leaves parts out), a recovery volume's first
-    part names the files too: the probe falls back to it."""
+    """A recovery volume's first part starts with the Recovery Slice packet its name's first exponent
+    says, and the whole volume holds as many as its name's count, with the index's packets (so that
+    its size tells the count, indexing/volumes.py): what the probe names volumes by."""
     name = feed.groups[0]
     low, high = feed.watermarks(name)
     lines = [ln.split(b"\t") for ln in feed.overview(name, low, high).split(b"\r\n")[:-1]]
-    volumes = [
-        cols for cols in lines if b".vol" in cols[1] and b'.par2" yEnc (1/' in cols[1] and b"[" in cols[1]
-    ]
-    assert volumes
+    volume = re.compile(rb'\.vol(\d+)\+(\d+)\.par2" yEnc \((\d+)/(\d+)\)')
+    firsts = [(m, cols) for cols in lines if (m := volume.search(cols[1])) and m[3] == b"1"]
+    assert firsts
     async with client(server) as c:
-        for cols in volumes[:5]:
+        for match, cols in firsts[:8]:
             decoded = decode(await c.body(cols[4].decode()))
             assert decoded.part == 1
-            index = read_par2(decoded.data)
-            assert index.files and index.recovery_slices == 0
+            head = recovery_head(decoded.data, whole=len(decoded.data) == decoded.size)
+            assert head is not None and head.exponents[0] == int(match[1])
+            if match[4] == b"1":  # a volume of one part: read whole
+                index = read_par2(decoded.data)
+                assert index.files and index.recovery_slices == int(match[2]) == len(head.exponents)
 
 
 def test_a_live_feed_grows_while_the_server_runs() -> None:

@@ -179,3 +179,29 @@ def test_the_coordinator_makes_keys_and_names_and_checks_candidates() -> None:
     # A release a lane's window still holds: checked when probed (tests/integration/catalog/test_probe.py).
     elsewhere = ProbeCandidate("0" * 32, fragment.name, own, None)
     assert check_authority(replace(batch, candidates=(elsewhere,)), group=GROUP, low=low, high=high)
+
+
+def test_a_password_candidate_names_its_own_archive_article_and_travels_the_wire() -> None:
+    """Issue 16: a password probe's candidate (no PAR2, an archive's article) survives the wire, and its
+    article must be one of its release's segments; a PAR2 message-id left empty is refused without it."""
+    from dataclasses import replace
+
+    from tests.unit.indexing.drive import GROUP
+    from usenet_indexer.indexing import ProbeCandidate
+    from usenet_indexer.wire.batch import check_authority
+
+    batch = single_run(scenario(4, releases=6))[0]
+    low, high = batch.from_id, batch.to_id
+    fragment = batch.fragments[0]
+    own = fragment.files[0].message_id_list()[0]
+    locked = ProbeCandidate(fragment.key, fragment.name, "", None, archive_message_id=own)
+    sent = replace(batch, candidates=(locked,))
+    assert decode_batch(encode_batch(sent, 1, 1)).batch.candidates == (locked,)
+    assert check_authority(sent, group=GROUP, low=low, high=high).candidates == (locked,)
+    foreign = replace(locked, archive_message_id="someone-else@post")
+    with pytest.raises(BatchError, match=r"candidates\[0\]: message-id"):
+        check_authority(replace(batch, candidates=(foreign,)), group=GROUP, low=low, high=high)
+    with pytest.raises(BatchError, match="par2_message_id: must not be empty"):
+        decode_batch(
+            encode_batch(replace(batch, candidates=(replace(locked, archive_message_id=None),)), 1, 1)
+        )

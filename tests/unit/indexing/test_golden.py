@@ -87,15 +87,27 @@ def test_obfuscated_releases_become_probe_candidates_with_their_par2() -> None:
     batch = single_run(s)[0]
     obfuscated = {r.key for r in batch.fragments if r.obfuscated}
     assert obfuscated, "the plan holds obfuscated releases"
-    assert {c.key for c in batch.candidates} == obfuscated
+    naming = [c for c in batch.candidates if c.archive_message_id is None]
+    assert {c.key for c in naming} == obfuscated
     want = expected(s)
-    for c in batch.candidates:
+    for c in naming:
         files = want[c.key].files
         par2 = next(name for name in files if name.endswith(".par2") and ".vol" not in name)
         assert c.par2_message_id == files[par2][1][1]
+    # The others: a password probe for each release of rar volumes, naming the first volume's first
+    # article; none for a release without archives.
+    passwords = {c.key: c for c in batch.candidates if c.archive_message_id is not None}
+    assert passwords and not passwords.keys() & obfuscated
     for r in batch.fragments:
-        if not r.obfuscated:
-            assert r.key not in {c.key for c in batch.candidates}
+        if r.obfuscated:
+            continue
+        files = want[r.key].files
+        first = next((n for n in sorted(files) if n.endswith((".part01.rar", ".part1.rar"))), None)
+        if first is None:
+            assert r.key not in passwords, r.name
+        else:
+            assert passwords[r.key].archive_message_id == files[first][1][1]
+            assert passwords[r.key].par2_message_id == ""
 
 
 def test_missing_and_duplicated_parts() -> None:

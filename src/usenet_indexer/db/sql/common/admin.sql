@@ -56,8 +56,11 @@ UPDATE nodes SET enabled = :enabled WHERE name = :name RETURNING id
 SELECT status, count(*) AS n FROM ranges GROUP BY status
 
 -- name: metrics_probes
--- Probes by status, and what they fetched (issue 16): bodies cost the news account's bandwidth.
-SELECT status, count(*) AS n, COALESCE(SUM(articles), 0) AS articles, COALESCE(SUM(bytes), 0) AS bytes
+-- Probes by status, and what they fetched (issue 16): bodies cost the news account's bandwidth. Of them,
+-- the password probes of releases named by their subjects (priority 1, migration 0014).
+SELECT status, count(*) AS n, COALESCE(SUM(articles), 0) AS articles, COALESCE(SUM(bytes), 0) AS bytes,
+       COALESCE(SUM(CASE WHEN priority = 1 THEN 1 ELSE 0 END), 0) AS passwords,
+       COALESCE(SUM(CASE WHEN priority = 1 THEN articles ELSE 0 END), 0) AS password_articles
 FROM probe_queue GROUP BY status
 
 -- name: metrics_joined

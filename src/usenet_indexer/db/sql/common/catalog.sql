@@ -31,8 +31,10 @@ SET name = CASE WHEN name_source = 'subject' THEN :name ELSE name END,
 WHERE id = :id
 
 -- name: probe_enqueue
-INSERT INTO probe_queue (release_key, par2_message_id, nfo_message_id, created_at, updated_at)
-VALUES (:key, :par2_message_id, :nfo_message_id, {now}, {now})
+-- :priority 0 for a probe that names the release, 1 for a password probe (taken after: migration 0014).
+INSERT INTO probe_queue (release_key, par2_message_id, nfo_message_id, archive_message_id, priority, created_at,
+                         updated_at)
+VALUES (:key, :par2_message_id, :nfo_message_id, :archive_message_id, :priority, {now}, {now})
 ON CONFLICT (release_key) DO NOTHING
 
 -- name: release_group_by_key
@@ -47,6 +49,10 @@ SET name = :name, search_name = :search_name, name_source = :source, category = 
     resolution = COALESCE(:resolution, resolution), obfuscated = false, segments = :segments,
     file_names = :file_names, password = COALESCE(:password, password), updated_at = {now}
 WHERE key = :key
+
+-- name: release_password
+-- A password probe's answer (catalog/probe.py): only where the archive's headers told.
+UPDATE releases SET password = :password, updated_at = {now} WHERE key = :key
 
 -- name: probe_done
 UPDATE probe_queue

@@ -70,5 +70,6 @@ RETURNING id
 DELETE FROM plain_chunks WHERE range_id = :range_id
 
 -- name: dashboard_probes
--- The probe queue by status (queued and working: obfuscated releases still to be named).
+-- The probe queue by status (queued and working: obfuscated releases still to be named, and releases
+-- named by their subjects whose password is still to be read).
 SELECT status, count(*) AS n FROM probe_queue GROUP BY status

@@ -20,9 +20,9 @@ UPDATE probe_queue SET status = 'working', attempts = attempts + 1, updated_at =
 WHERE release_key IN (
   SELECT release_key FROM probe_queue
   WHERE status = 'queued' OR (status = 'working' AND updated_at < {now} - :stale)
-  ORDER BY created_at LIMIT :n
+  ORDER BY priority, created_at LIMIT :n
   FOR UPDATE SKIP LOCKED)
-RETURNING release_key, par2_message_id, nfo_message_id, attempts
+RETURNING release_key, par2_message_id, nfo_message_id, archive_message_id, attempts
 
 -- name: dashboard_group_releases
 -- Releases found per group: new ones counted by the batches that stored them (a release cross-posted

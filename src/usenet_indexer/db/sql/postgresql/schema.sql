@@ -412,6 +412,8 @@ CREATE TABLE public.probe_queue (
     updated_at double precision NOT NULL,
     articles integer DEFAULT 0 NOT NULL,
     bytes bigint DEFAULT '0'::bigint NOT NULL,
+    archive_message_id text,
+    priority integer DEFAULT 0 NOT NULL,
     CONSTRAINT probe_queue_status CHECK ((status = ANY (ARRAY['queued'::text, 'working'::text, 'done'::text, 'failed'::text])))
 );
 
@@ -680,7 +682,7 @@ CREATE INDEX batch_log_node_stored ON public.batch_log USING btree (node_id, sto
 
 CREATE INDEX loose_runs_group ON public.loose_runs USING btree (group_name, first_article);
 
-CREATE INDEX probe_queue_status ON public.probe_queue USING btree (status, created_at);
+CREATE INDEX probe_queue_next ON public.probe_queue USING btree (status, priority, created_at);
 
 CREATE INDEX ranges_corpus_fill ON public.ranges USING btree (id) WHERE (capture AND (stored_at IS NULL));
 

@@ -177,7 +177,7 @@ CREATE TABLE probe_queue (
 	attempts INTEGER DEFAULT '0' NOT NULL, 
 	error TEXT, 
 	created_at DOUBLE NOT NULL, 
-	updated_at DOUBLE NOT NULL, articles INTEGER DEFAULT '0' NOT NULL, bytes BIGINT DEFAULT '0' NOT NULL, 
+	updated_at DOUBLE NOT NULL, articles INTEGER DEFAULT '0' NOT NULL, bytes BIGINT DEFAULT '0' NOT NULL, archive_message_id TEXT, priority INTEGER DEFAULT '0' NOT NULL, 
 	PRIMARY KEY (release_key), 
 	CONSTRAINT probe_queue_status CHECK (status IN ('queued', 'working', 'done', 'failed'))
 );
@@ -318,7 +318,7 @@ CREATE INDEX batch_log_node_stored ON batch_log (node_id, stored_at);
 
 CREATE INDEX loose_runs_group ON loose_runs (group_name, first_article);
 
-CREATE INDEX probe_queue_status ON probe_queue (status, created_at);
+CREATE INDEX probe_queue_next ON probe_queue (status, priority, created_at);
 
 CREATE INDEX ranges_corpus_fill ON ranges (id) WHERE capture AND stored_at IS NULL;
 
