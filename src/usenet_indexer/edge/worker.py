@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from usenet_indexer.edge.client import ApiError, Lease, NodeClient
+from usenet_indexer.edge.main import DEFAULT_BATCH_ARTICLES, DEFAULT_IDLE_SECONDS
 from usenet_indexer.indexing import _native
 from usenet_indexer.indexing.fragment import Batch
 from usenet_indexer.indexing.indexer import RangeIndexer
@@ -34,8 +35,6 @@ from usenet_indexer.wire.frames import FrameDecoder, FrameError, FrameType
 
 log = get_logger(__name__)
 
-DEFAULT_BATCH_ARTICLES = 500_000  # ~4% of releases get a second fragment at this size (seed 003)
-IDLE_SECONDS = 30.0
 # A worker that found nothing asks again after this, then twice as long each time, up to its idle wait:
 # with one fixed wait (5 s under `run`) a worker turned away while the group's two leases were held (a
 # range still completing and the other worker's) slept through the ranges planned after it; one of two
@@ -123,7 +122,7 @@ class EdgeWorker:
         *,
         batch_articles: int = DEFAULT_BATCH_ARTICLES,
         stop: threading.Event | None = None,
-        idle_seconds: float = IDLE_SECONDS,
+        idle_seconds: float = DEFAULT_IDLE_SECONDS,
         complete_first: bool = False,
     ) -> None:
         if batch_articles < 1:
