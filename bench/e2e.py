@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import itertools
+import json
 import os
 import random
 import re
@@ -180,6 +181,7 @@ class Run:
     peak_rss_mb: float
     articles: int
     held_after_kill_s: list[float]
+    worker_stages: dict[str, float]  # the workers' CPU seconds by stage, from their log lines
 
 
 class Killer:
@@ -292,7 +294,28 @@ def run_indexer(
     articles = check_catalog(url, n)
     if killer.at:
         raise SystemExit(f"run on {store} ended before {len(killer.at)} of its kills")
-    return Run(store, seconds, times[0], times[1], server, innd, peak, articles, killer.held_s)
+    return Run(
+        store, seconds, times[0], times[1], server, innd, peak, articles, killer.held_s, worker_stages(log)
+    )
+
+
+def worker_stages(log: Path) -> dict[str, float]:
+    """The workers' CPU seconds by stage, added up from their log lines: each process's start-up
+    (``edge.indexing``) and each range's inflate, index, take and encode (``range.done``)."""
+    stages = dict.fromkeys(("start-up", "inflate", "index", "take", "encode"), 0.0)
+    for line in log.read_text(errors="replace").splitlines():
+        if not line.startswith("{"):
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if event.get("event") == "edge.indexing":
+            stages["start-up"] += float(event.get("startup_cpu", 0.0))
+        elif event.get("event") == "range.done":
+            for stage, seconds in event.get("cpu", {}).items():
+                stages[stage] += float(seconds)
+    return stages
 
 
 def check_catalog(url: str, n: int) -> int:
@@ -444,6 +467,18 @@ def report(run: Run, n: int, bare_s: float, result: dict[str, object]) -> None:
         f"{run.peak_rss_mb:.0f} MB; catalog holds all {run.articles:,} articles once",
         flush=True,
     )
+    stages = {stage: seconds / n * 1e6 for stage, seconds in run.worker_stages.items()}
+    rest = per["workers"] - sum(stages.values())
+    print(
+        "  workers' core-µs per header by stage: "
+        + ", ".join(f"{stage} {value:.2f}" for stage, value in stages.items())
+        + f", the rest {rest:.2f} (streams, HTTP, threads, exit)",
+        flush=True,
+    )
+    result[f"us_per_header_worker_stages_{suffix}"] = {
+        **{stage: round(value, 2) for stage, value in stages.items()},
+        "rest": round(rest, 2),
+    }
     result[f"run_s_{suffix}"] = round(run.seconds, 2)
     result[f"ratio_{suffix}"] = round(run.seconds / bare_s, 2)
     for name, value in per.items():

@@ -11,6 +11,7 @@ import typer
 import typer.core
 
 from usenet_indexer.coordinator.planning import DEFAULT_BACKFILL_DAYS, Backfill, BackfillError
+from usenet_indexer.edge.main import DEFAULT_BATCH_ARTICLES, DEFAULT_IDLE_SECONDS, stop_on_signals
 from usenet_indexer.logs import configure_logging
 from usenet_indexer.settings import Settings, load_settings, settings_problem
 
@@ -797,7 +798,8 @@ def sample_server(
 
 @app.command()
 def edge(
-    batch_articles: Annotated[int, typer.Option(help="Articles per posted batch")] = 500_000,
+    ctx: typer.Context,
+    batch_articles: Annotated[int, typer.Option(help="Articles per posted batch")] = DEFAULT_BATCH_ARTICLES,
     ranges: Annotated[
         int | None, typer.Option(help="Stop after this many ranges (default: keep going)")
     ] = None,
@@ -805,7 +807,9 @@ def edge(
         int | None,
         typer.Option(help="Worker processes (default EDGE_PROCESSES or 1; 0 = one per core)"),
     ] = None,
-    idle_seconds: Annotated[float, typer.Option(help="Wait when there is nothing to lease")] = 30.0,
+    idle_seconds: Annotated[
+        float, typer.Option(help="Wait when there is nothing to lease")
+    ] = DEFAULT_IDLE_SECONDS,
     lane: Annotated[
         str | None, typer.Option(help="Hold a group lane (history or tail): ranges in order, a window kept")
     ] = None,
@@ -823,80 +827,34 @@ def edge(
     an https coordinator whose certificate no public CA signed).
     """
     import os
-    import signal
-    import threading
 
-    if lane is not None and lane not in ("history", "tail"):
-        fail(f"--lane: history or tail, not {lane!r}")
-    url = os.environ.get("COORDINATOR_URL", "").strip()
-    token = os.environ.get("NODE_TOKEN", "").strip()
-    authority = os.environ.get("COORDINATOR_CA", "").strip() or None  # a private CA's certificate
-    if not url:
-        fail("COORDINATOR_URL is not set: the coordinator's address, e.g. http://127.0.0.1:8710")
-    if not token:
-        fail("NODE_TOKEN is not set: create one on the coordinator with `usenet-indexer nodes add NAME`")
+    from usenet_indexer.edge.main import EdgeFailure, EdgeOptions, check, coordinator_environment, work
+
+    options = EdgeOptions(batch_articles, ranges, idle_seconds, lane, complete_first)
     requested = processes if processes is not None else int(os.environ.get("EDGE_PROCESSES", "1"))
     count = (os.cpu_count() or 1) if requested == 0 else requested
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
-    from usenet_indexer.edge.supervisor import supervise, watch_parent
-
-    watch_parent(stop)  # a supervised child stops when its supervisor is gone
+    stop = stop_on_signals()
+    try:
+        check(options)
+        if count <= 1:
+            work(options, stop)
+            return
+        url, token, authority = coordinator_environment()
+    except EdgeFailure as failure:
+        fail(str(failure))
     from usenet_indexer.edge.client import NodeClient
+    from usenet_indexer.edge.supervisor import GIVE_BACK_RETRIES, supervise, watch_parent
 
-    if count > 1 and not os.environ.get("EDGE_CHILD"):
-        from usenet_indexer.edge.supervisor import GIVE_BACK_RETRIES
+    watch_parent(stop)
 
-        args = [
-            "edge",
-            f"--batch-articles={batch_articles}",
-            f"--idle-seconds={idle_seconds}",
-            "--processes=1",
-            *(["--complete-first"] if complete_first else []),
-        ]
-        if ranges is not None:
-            args.append(f"--ranges={ranges}")
-        if lane is not None:
-            args.append(f"--lane={lane}")
+    def client_for(slot: int) -> NodeClient:
+        # The children share this node's token: the supervisor gives back exactly what the dead
+        # child's held-leases file names, never the node's other leases (edge/held.py).
+        return NodeClient(url, token, ca_file=authority, retries=GIVE_BACK_RETRIES)
 
-        def client_for(slot: int) -> NodeClient:
-            # The children share this node's token: the supervisor gives back exactly what the dead
-            # child's held-leases file names, never the node's other leases (edge/held.py).
-            return NodeClient(url, token, ca_file=authority, retries=GIVE_BACK_RETRIES)
-
-        raise typer.Exit(
-            supervise(count, args, stop=stop, until_done=ranges is not None, client_for=client_for)
-        )
-
-    from usenet_indexer.edge.held import HeldFile
-    from usenet_indexer.edge.worker import EdgeWorker
-    from usenet_indexer.runtime import tune_gc
-
-    def pause(seconds: float) -> None:
-        # Backoff between retries ends early once stopping: a worker whose supervisor (or `run`) is
-        # gone must not spend minutes retrying a coordinator that went with it.
-        stop.wait(seconds)
-
-    tune_gc()
-    held = HeldFile.from_environment()  # supervised: what this worker holds, for its supervisor
-    with NodeClient(url, token, sleep=pause, ca_file=authority, held=held) as client:
-        worker = EdgeWorker(
-            client,
-            batch_articles=batch_articles,
-            stop=stop,
-            idle_seconds=idle_seconds,
-            complete_first=complete_first,
-        )
-        try:
-            if lane is None:
-                worker.run(max_ranges=ranges)
-            else:
-                from usenet_indexer.edge.lanes import run_lanes
-
-                run_lanes(worker, lane, max_ranges=ranges)
-        finally:
-            worker.close()
+    settings = settings_of(ctx)
+    args = options.child_options(settings.log_level, settings.log_format)
+    raise typer.Exit(supervise(count, args, stop=stop, until_done=ranges is not None, client_for=client_for))
 
 
 def ago(seconds: float) -> str:

@@ -72,7 +72,8 @@ def supervise(
     client_for: Callable[[int], NodeClient] | None = None,
     own_nodes: bool = False,
 ) -> int:
-    """Run ``count`` children until ``stop``; with ``until_done`` (``--ranges``), a child that exits
+    """Run ``count`` children (``python -m usenet_indexer.edge`` with ``child_args``: edge/main.py)
+    until ``stop``; with ``until_done`` (``--ranges``), a child that exits
     0 is done and not restarted. Returns the exit code.
 
     ``client_for(slot)``: a client with that child's node token, to give back the leases a child
@@ -100,7 +101,7 @@ def supervise(
         env[HELD_FILE_VARIABLE] = str(held_file(slot))
         output = output_for(slot) if output_for else None
         children[slot] = subprocess.Popen(
-            [sys.executable, "-m", "usenet_indexer", *child_args],
+            [sys.executable, "-m", "usenet_indexer.edge", *child_args],
             env=env,
             stdout=output,
             stderr=subprocess.STDOUT if output is not None else None,

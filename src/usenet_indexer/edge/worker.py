@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from usenet_indexer.edge.client import ApiError, Lease, NodeClient
+from usenet_indexer.edge.main import DEFAULT_BATCH_ARTICLES, DEFAULT_IDLE_SECONDS
 from usenet_indexer.indexing import _native
 from usenet_indexer.indexing.fragment import Batch
 from usenet_indexer.indexing.indexer import RangeIndexer
@@ -34,8 +35,6 @@ from usenet_indexer.wire.frames import FrameDecoder, FrameError, FrameType
 
 log = get_logger(__name__)
 
-DEFAULT_BATCH_ARTICLES = 500_000  # ~4% of releases get a second fragment at this size (seed 003)
-IDLE_SECONDS = 30.0
 # A worker that found nothing asks again after this, then twice as long each time, up to its idle wait:
 # with one fixed wait (5 s under `run`) a worker turned away while the group's two leases were held (a
 # range still completing and the other worker's) slept through the ranges planned after it; one of two
@@ -47,6 +46,20 @@ FIRST_IDLE_SECONDS = 0.25
 # py-spy). Two keeps the coordinator's store and the worker's indexing both busy; each holds one
 # range's last batch, so memory stays bounded.
 COMPLETING = 2
+
+
+@dataclass
+class CpuSplit:
+    """A range's CPU by stage (``time.thread_time`` of the thread doing each): what a worker's time per
+    header is made of, logged with ``range.done`` (bench/e2e.py adds them up)."""
+
+    inflate: float = 0.0
+    index: float = 0.0
+    take: float = 0.0
+    encode: float = 0.0
+
+    def fields(self) -> dict[str, float]:
+        return {k: round(v, 4) for k, v in vars(self).items()}
 
 
 @dataclass
@@ -62,6 +75,7 @@ class RangeSummary:
     post_seconds: float = 0.0
     seconds: float = 0.0
     finished: bool = False
+    cpu: CpuSplit = field(default_factory=CpuSplit)
 
     def line(self) -> str:
         rate = self.headers / self.seconds if self.seconds > 0 else 0.0
@@ -102,7 +116,9 @@ class Poster:
             if self.error is not None:
                 continue  # drain: nothing after a failed post may be stored
             try:
+                began_cpu = time.thread_time()
                 body = encode_batch(batch, self.lease.range_id, self.lease.epoch)
+                self.summary.cpu.encode += time.thread_time() - began_cpu
                 began = time.monotonic()
                 result = self.client.batch(self.lease.range_id, self.lease.epoch, body)
                 self.summary.post_seconds += time.monotonic() - began
@@ -123,7 +139,7 @@ class EdgeWorker:
         *,
         batch_articles: int = DEFAULT_BATCH_ARTICLES,
         stop: threading.Event | None = None,
-        idle_seconds: float = IDLE_SECONDS,
+        idle_seconds: float = DEFAULT_IDLE_SECONDS,
         complete_first: bool = False,
     ) -> None:
         if batch_articles < 1:
@@ -144,7 +160,13 @@ class EdgeWorker:
         self._inflater = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inflate")
         # Which indexing path this process runs (the C accelerator or pure Python) and why: a worker on
         # the pure path indexes at about half the rate.
-        log.info("edge.indexing", path=_native.PATH, reason=_native.REASON)
+        # ``startup_cpu``: the process's CPU until now, imports mostly (bench/e2e.py reads it).
+        log.info(
+            "edge.indexing",
+            path=_native.PATH,
+            reason=_native.REASON,
+            startup_cpu=round(time.process_time(), 3),
+        )
 
     def close(self) -> None:
         self.wait_for_completion()
@@ -197,7 +219,12 @@ class EdgeWorker:
             )
             poster.start()
             reached_end = self._index(
-                lease, indexer, poster.post, batch_articles=self.batch_articles, failure=lambda: poster.error
+                lease,
+                indexer,
+                poster.post,
+                batch_articles=self.batch_articles,
+                failure=lambda: poster.error,
+                cpu=summary.cpu,
             )
         except Exception as error:
             poster.close()
@@ -235,7 +262,7 @@ class EdgeWorker:
             self.client.call(lease.range_id, lease.epoch, "finish")
             summary.finished = True
             summary.seconds = time.monotonic() - began
-            log.info("range.done", range=lease.range_id, summary=summary.line())
+            log.info("range.done", range=lease.range_id, summary=summary.line(), cpu=summary.cpu.fields())
         except Exception as error:
             self._failed(lease, error)
 
@@ -271,36 +298,48 @@ class EdgeWorker:
         batch_articles: int,
         failure: Callable[[], BaseException | None] = lambda: None,
         emit_partial: bool = True,
+        cpu: CpuSplit | None = None,
     ) -> bool:
         """Stream, inflate ahead, index, ``emit`` a batch every ``batch_articles`` and at the end;
         True when the end was reached. ``failure()`` (a failed post) stops the range at the next
-        chunk. On stop, what was indexed since the last batch is emitted too (``emit_partial``)."""
+        chunk. On stop, what was indexed since the last batch is emitted too (``emit_partial``).
+        ``cpu``: where the CPU of each stage is added."""
         batch_from = indexer.next_article
-        pending: tuple[int, int, Future[bytes], bytes] | None = None
+        pending: tuple[int, int, Future[tuple[bytes, float]], bytes] | None = None
         reached_end = False
+        spent = cpu or CpuSplit()
 
-        def handle(first: int, last: int, text: Future[bytes], data: bytes) -> bool:
+        def take() -> Batch:
+            began = time.thread_time()
+            batch = indexer.take()
+            spent.take += time.thread_time() - began
+            return batch
+
+        def handle(first: int, last: int, text: Future[tuple[bytes, float]], data: bytes) -> bool:
             nonlocal batch_from
             failed = failure()
             if failed is not None:
                 raise failed
             try:
-                overview = text.result()
+                overview, inflating = text.result()
             except ChunkError as error:
                 raise CorruptChunk(first, str(error), zlib.crc32(data)) from None
+            spent.inflate += inflating
+            began = time.thread_time()
             indexer.add_text(overview, last + 1)
             at_end = last >= lease.end
             if at_end:
                 indexer.finish()
+            spent.index += time.thread_time() - began
             if at_end or last + 1 - batch_from >= batch_articles:
-                emit(indexer.take())
+                emit(take())
                 batch_from = last + 1
             return at_end
 
         for frame_type, first, last, data in self._frames(lease):
             if frame_type is FrameType.END:
                 break
-            inflating = self._inflater.submit(inflate_chunk, data)
+            inflating = self._inflater.submit(_inflate_timed, data)
             if pending is not None:
                 reached_end = handle(*pending)
             pending = (first, last, inflating, data)
@@ -312,7 +351,7 @@ class EdgeWorker:
             pending[2].cancel()
         if emit_partial and not reached_end and indexer.next_article > batch_from:
             # Stopping mid-batch: what was indexed is posted, so the next worker starts after it.
-            emit(indexer.take())
+            emit(take())
         return reached_end
 
     def _frames(self, lease: Lease) -> Iterator[tuple[FrameType, int, int, bytes]]:
@@ -332,6 +371,13 @@ class EdgeWorker:
             decoder.close()
         except FrameError as error:
             raise StreamCut(f"range {lease.range_id}: {error}") from None
+
+
+def _inflate_timed(data: bytes) -> tuple[bytes, float]:
+    """The chunk's overview, and the CPU its inflating took (on the inflater's thread)."""
+    began = time.thread_time()
+    overview = inflate_chunk(data)
+    return overview, time.thread_time() - began
 
 
 class CorruptChunk(Exception):

@@ -42,8 +42,8 @@ from usenet_indexer.coordinator.nodes import new_token
 from usenet_indexer.coordinator.server import background_loops, create_app, redacted
 from usenet_indexer.coordinator.services import Services
 from usenet_indexer.edge.client import NodeClient
+from usenet_indexer.edge.main import DEFAULT_BATCH_ARTICLES, EdgeOptions
 from usenet_indexer.edge.supervisor import GIVE_BACK_RETRIES, supervise
-from usenet_indexer.edge.worker import DEFAULT_BATCH_ARTICLES
 from usenet_indexer.local.progress import ProgressReader, Snapshot
 from usenet_indexer.local.view import View
 from usenet_indexer.logs import get_logger
@@ -192,16 +192,14 @@ class LocalRun:
 
     def _start_workers(self) -> None:
         tokens = self._worker_tokens()
-        args = [
-            "edge",
-            f"--batch-articles={self.options.batch_articles}",
-            f"--idle-seconds={self.options.idle_seconds}",
-            "--processes=1",
-            # Not --complete-first (edge/worker.py), though a completing range holds one of its
-            # group's two leases: with it, tests/e2e/test_run.py's resumed catalog differed from an
-            # uninterrupted run's (which copy of a reposted part a release keeps) in 3 runs of 3,
-            # against 0 of 3 without; the cause is not found yet (issue 17).
-        ]
+        # Not complete_first (edge/worker.py), though a completing range holds one of its group's two
+        # leases: with it, tests/e2e/test_run.py's resumed catalog differed from an uninterrupted run's
+        # (which copy of a reposted part a release keeps) in 3 runs of 3, against 0 of 3 without; the
+        # cause is not found yet (issue 17).
+        options = EdgeOptions(
+            batch_articles=self.options.batch_articles, idle_seconds=self.options.idle_seconds
+        )
+        args = options.child_options(self.settings.log_level, self.settings.log_format)
 
         def env_for(slot: int) -> dict[str, str]:
             return {"COORDINATOR_URL": self.url, "NODE_TOKEN": tokens[slot]}

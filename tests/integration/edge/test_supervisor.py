@@ -1,5 +1,5 @@
 """The edge supervisor giving back a dead child's leases (issue 17), against a live coordinator, with
-real child processes that die at start (``edge`` without a COORDINATOR_URL exits 1 at once)."""
+real child processes that die at start (a worker without a COORDINATOR_URL exits 1 at once)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def supervise_dying_child(url: str, token: str, *, own_nodes: bool, until: threa
     """One child that dies at every start, until ``until``; the supervisor's exit code."""
     return supervise(
         1,
-        ["edge", "--processes=1"],
+        [],
         stop=until,
         until_done=False,
         env_for=lambda slot: {"COORDINATOR_URL": "", "NODE_TOKEN": token},
