@@ -31,6 +31,7 @@ def app(sqlite_template: Any, tmp_path: Path) -> Iterator[Any]:
         services.close()
 
 
+@pytest.mark.fuzz
 def test_the_node_api_never_answers_5xx(app: Any) -> None:
     # The schema as the app makes it (/openapi.json is for the operator only: issue 15).
     loaded = schemathesis.openapi.from_dict(app.openapi())

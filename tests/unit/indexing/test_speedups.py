@@ -117,6 +117,7 @@ def noisy(line: bytes, rng: random.Random) -> bytes:
 # ---- whole batches ------------------------------------------------------------------------------------
 
 
+@pytest.mark.fuzz
 @needs_native
 @PROPS
 @given(
@@ -221,6 +222,7 @@ _NUMBERED = st.tuples(st.integers(0, 45), st.lists(_FIELD, min_size=0, max_size=
 )
 
 
+@pytest.mark.fuzz
 @needs_native
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.lists(st.one_of(_LINE, _NUMBERED), max_size=12), min_size=1, max_size=4), st.booleans())
@@ -363,6 +365,7 @@ def _acc(segments: list[tuple[int, int, int]], ids: list[bytes]) -> _FileAcc:
     return acc
 
 
+@pytest.mark.fuzz
 @needs_native
 @settings(max_examples=400, deadline=None)
 @given(
