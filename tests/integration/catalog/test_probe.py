@@ -78,6 +78,7 @@ def store_obfuscated(services: Services, par2_message_id: str) -> None:
         store_batch(tx, 1, GROUP, indexer.take())
 
 
+@pytest.mark.slow
 def test_name_from_par2_reads_the_main_files(tmp_path: Path) -> None:
     name, files = name_from_par2(par2_index(tmp_path))
     assert name == REAL

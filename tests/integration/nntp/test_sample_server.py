@@ -43,6 +43,7 @@ def client(server: SampleServer, **options: object) -> NNTPClient:
     return NNTPClient("127.0.0.1", server.port, timeout=10.0, **options)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_the_same_seed_makes_the_same_groups(feed: SampleFeed) -> None:
     again = SampleFeed(sample_groups(0.05), block_articles=BLOCK, start_time=feed.start_time)
     for name in feed.groups:

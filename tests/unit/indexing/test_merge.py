@@ -76,6 +76,7 @@ def fragment(segments: list[tuple[str, int, int, int, int, int | None]], name: s
     )
 
 
+@pytest.mark.fuzz
 @settings(max_examples=200, deadline=None)
 @given(st.lists(segment, min_size=3, max_size=40), st.randoms(use_true_random=False))
 def test_merge_is_commutative_and_associative(segments: list, rng: random.Random) -> None:

@@ -45,6 +45,7 @@ def test_every_style_in_its_share(made: tuple[sample.Today, list[sample.Placed]]
         assert {r.kind for r in whole if r.scheme in sample.OBFUSCATED} <= {"movie", "tv", "pc", "single"}
 
 
+@pytest.mark.slow
 def test_the_same_seed_posts_the_same_articles(made: tuple[sample.Today, list[sample.Placed]]) -> None:
     _, articles = made
     _, again = posted()
@@ -165,6 +166,7 @@ def test_missing_parts_are_counted(made: tuple[sample.Today, list[sample.Placed]
     assert 0 < sum(map(sum, today.missing)) < 0.01 * len(articles)
 
 
+@pytest.mark.slow
 def test_plan_and_post_are_what_they_were() -> None:
     """Golden tests compare the indexer with plan() and post(): their output must not move."""
     import hashlib
