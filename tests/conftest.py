@@ -6,7 +6,7 @@ the running test remembered so that support code reaching a real part can check 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -43,7 +43,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_protocol(item: pytest.Item) -> Iterator[object]:
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
     with tiers.running(item):
         return (yield)
 
