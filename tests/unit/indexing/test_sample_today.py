@@ -140,16 +140,16 @@ def test_a_poster_posts_one_release_at_a_time(made: tuple[sample.Today, list[sam
     for (home, r), (first, last) in spans.items():
         by_poster[(home, today.releases[home][r].poster)].append((first, last))
     shared = 0
-    for releases in by_poster.values():
-        releases.sort()
-        shared += len(releases) > 1
-        for (_, end), (start, _) in itertools.pairwise(releases):
+    for spans_of_poster in by_poster.values():
+        spans_of_poster.sort()
+        shared += len(spans_of_poster) > 1
+        for (_, end), (start, _) in itertools.pairwise(spans_of_poster):
             assert end < start  # the next release after the previous one's last article
     assert shared >= 5  # posters do post several releases, of several styles
     styles_by_poster: dict[str, set[str]] = defaultdict(set)
     for releases in today.releases:
-        for r in releases:
-            styles_by_poster[r.poster].add(r.scheme)
+        for planned in releases:
+            styles_by_poster[planned.poster].add(planned.scheme)
     assert max(len(s) for s in styles_by_poster.values()) == len(sample.STYLES)
 
 

@@ -151,7 +151,7 @@ def test_line_scan_native_and_pure_agree(data: bytes) -> None:
     if _native.speedups is None:
         pytest.skip("the C extension is not built")
     assert _native.speedups.line_scan(data) == _readers._line_scan(data)
-    assert _native.speedups.line_scan(bytearray(data)) == _readers._line_scan(data)
+    assert _native.speedups.line_scan(bytearray(data)) == _readers._line_scan(data)  # type: ignore[arg-type]
 
 
 @pytest.mark.fuzz

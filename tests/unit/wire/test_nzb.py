@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lxml import etree  # type: ignore[import-untyped]  # no stubs shipped; tests only
+from lxml import etree
 
 from usenet_indexer.wire.nzb import NZB_NAMESPACE, NzbFile, NzbRelease, NzbSegment, order_files, write_nzb
 
