@@ -113,6 +113,7 @@ async def test_bodies_decode_and_a_reposted_part_carries_the_same_bytes(
                 release.scheme in ("named", "noisy", "par2_obfuscated")
             )
             if file_kind(f.real) is not FileKind.PAR2:
+                assert decoded.part is not None
                 assert decoded.begin == (decoded.part - 1) * PART_BYTES + 1
         assert set(styles) == set(sample.STYLES)
         copies = {decode(await c.body(mid.decode())).data for mid in reposted}
