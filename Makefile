@@ -29,8 +29,10 @@ lint:
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
 
+# bench/ apart: its scripts and fuzz/'s share top-level module names (see [tool.mypy] in pyproject.toml).
 typecheck:
 	$(UV) run mypy
+	$(UV) run mypy bench
 
 pytest:
 	$(UV) run pytest -q
