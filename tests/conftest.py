@@ -32,9 +32,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        fixtures = getattr(item, "fixturenames", ())
-        for fixture, marker in tiers.REAL_PART_FIXTURES.items():
-            if fixture in fixtures and item.get_closest_marker(marker) is None:
+        for marker in tiers.markers_from_fixtures(item):
+            if item.get_closest_marker(marker) is None:
                 item.add_marker(marker)
     if config.getoption("fast_tier"):
         kept = [item for item in items if tiers.in_fast_tier(item)]

@@ -1,10 +1,11 @@
 """The two tiers of the suite: `make check` runs the tests that need no real part, `make test` runs all.
 
-A test needing a real part carries that part's marker; `make check` deselects those markers. A marker
-comes from a fixture (tests/conftest.py marks every test whose fixtures reach one of REAL_PART_FIXTURES)
-or is written by hand. The support code that starts or reaches a real part calls ``require``, which fails
-the running test when its marker is missing: a test cannot sit in the fast tier by mistake and reach
-INN2, and nothing is ever dropped from `make test`, which deselects nothing.
+A test needing a real part carries that part's marker; `make check` (pytest --fast-tier) deselects
+those markers, and the slow ones. A marker comes from a fixture (tests/conftest.py marks every test
+whose fixtures reach one of REAL_PART_FIXTURES or SLOW_FIXTURES) or is written by hand. The support
+code that starts or reaches a real part calls ``require``, which fails the running test when its
+marker is missing: a test cannot sit in the fast tier by mistake and reach INN2, and nothing is ever
+dropped from `make test`, which deselects nothing.
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ REAL_PART_FIXTURES = {
     "nzbget": "nzbget",
     "page": "browser",
 }
+# Fixtures too slow for the fast tier, which mark their tests `slow` the same way.
+SLOW_FIXTURES = {
+    "par2_set": "par2cmdline makes a recovery set of several megabytes (test_par2.py)",
+}
 
 
 _running: pytest.Item | None = None
@@ -64,6 +69,14 @@ def require(part: str) -> None:
     raise UnmarkedRealPart(
         f"{_running.nodeid} {REAL_PARTS[part]} but is not marked `{part}`: add @pytest.mark.{part} (or use "
         f"the fixture that brings it up: {fixtures_for(part)}), so that `make check` leaves it out"
+    )
+
+
+def markers_from_fixtures(item: pytest.Item) -> set[str]:
+    """The tier markers ``item`` gets from the fixtures it uses, directly or through other fixtures."""
+    fixtures = set(getattr(item, "fixturenames", ()))
+    return {REAL_PART_FIXTURES[name] for name in fixtures & set(REAL_PART_FIXTURES)} | (
+        {"slow"} if fixtures & set(SLOW_FIXTURES) else set()
     )
 
 

@@ -17,10 +17,7 @@ def test_every_test_whose_fixtures_bring_up_a_real_part_carries_its_marker(
 ) -> None:
     """Over the tests of this run: in `make check` none of them, in `make test` every one is marked."""
     reaching = [
-        (item, marker)
-        for item in request.session.items
-        for fixture, marker in tiers.REAL_PART_FIXTURES.items()
-        if fixture in getattr(item, "fixturenames", ())
+        (item, marker) for item in request.session.items for marker in tiers.markers_from_fixtures(item)
     ]
     assert all(item.get_closest_marker(marker) is not None for item, marker in reaching)
     if request.config.getoption("fast_tier"):

@@ -116,7 +116,6 @@ def file_desc(file_id: bytes, name: bytes, size: int = 10, set_id: bytes = b"S" 
 # -- the real tool's output --------------------------------------------------------------------
 
 
-@pytest.mark.slow
 def test_the_index_names_every_file_with_its_size_and_hashes(par2_set: Par2Set) -> None:
     index = read_par2(par2_set.index)
     assert described(index) == expected_files(par2_set)
@@ -135,7 +134,6 @@ def test_the_index_names_every_file_with_its_size_and_hashes(par2_set: Par2Set) 
     assert {f.recovery_set_id for f in index.files} == set(index.recovery_set_ids)
 
 
-@pytest.mark.slow
 def test_every_volume_names_the_files_too(par2_set: Par2Set) -> None:
     assert par2_set.volumes, "par2 create -r10 -n2 made no volume files"
     for volume in par2_set.volumes:
@@ -144,7 +142,6 @@ def test_every_volume_names_the_files_too(par2_set: Par2Set) -> None:
         assert index.recovery_slices > 0
 
 
-@pytest.mark.slow
 def test_leftover_bytes_around_and_between_packets_are_skipped(par2_set: Par2Set) -> None:
     packets = [par2_set.index[a:b] for a, b, _ in packet_bounds(par2_set.index)]
     noisy = b"=yend size=0\r\n" + b"\r\n..junk..".join(packets) + b"\0\0\0trailing"
