@@ -1,8 +1,9 @@
 # The two commands a newcomer needs: `make demo` and `make test`. uv is installed when missing.
+# While changing code, `make check` (lint, types and the fast tier of tests, in parallel) is the quick one.
 UV := scripts/uv.sh
 export UV_LINK_MODE := copy
 
-.PHONY: demo test lint typecheck pytest bench sync system
+.PHONY: demo test check lint typecheck pytest pytest-fast bench sync system
 
 # With the s3 extra (boto3): the object-storage tests run against moto's S3 server. `uv run` (below)
 # syncs inexactly, so it keeps what this installed.
@@ -17,6 +18,10 @@ demo: sync
 # Everything the suite needs (system packages, servers), then lint, types and every test.
 test: sync system lint typecheck pytest
 
+# Lint, types and the tests that need no real part (INN2, PostgreSQL, nzbget, chromium) and are not
+# slow or long fuzzing, on every core: the tiers are told apart by markers (tests/support/tiers.py).
+check: sync lint typecheck pytest-fast
+
 system:
 	scripts/setup-system.sh
 
@@ -24,11 +29,16 @@ lint:
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
 
+# bench/ apart: its scripts and fuzz/'s share top-level module names (see [tool.mypy] in pyproject.toml).
 typecheck:
 	$(UV) run mypy
+	$(UV) run mypy bench
 
 pytest:
 	$(UV) run pytest -q
+
+pytest-fast:
+	$(UV) run pytest -q --fast-tier -n auto
 
 bench: sync system
 	$(UV) run python bench/run_all.py

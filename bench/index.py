@@ -26,12 +26,16 @@ import tempfile
 import time
 import tracemalloc
 import zlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from usenet_indexer.indexing import _native, sample
 from usenet_indexer.indexing.indexer import RangeIndexer
 from usenet_indexer.indexing.rules import default_rules
 from usenet_indexer.wire.batch import encode_batch
+
+Result = TypeVar("Result")
 
 GROUP = "alt.binaries.test"
 
@@ -100,7 +104,7 @@ def index(
     return headers, fragments
 
 
-def timed(fn, *args):  # type: ignore[no-untyped-def]
+def timed(fn: Callable[..., Result], *args: object) -> tuple[float, Result]:
     """CPU seconds of the call: both sides are single-threaded and do no I/O, and on a shared machine the
     wall clock also counts the time other processes held the core."""
     gc.collect()
@@ -153,7 +157,7 @@ def memory_child(path: str, traced: bool) -> None:
         indexer.add_text(zlib.decompress(data), high + 1)
     indexer.finish()
     batch = indexer.take()
-    after_take = tracemalloc.get_traced_memory()
+    traced_after_take = tracemalloc.get_traced_memory()
     tracemalloc.reset_peak()
     body = encode_batch(batch, 1, 1)
     encode_peak = tracemalloc.get_traced_memory()[1]
@@ -163,8 +167,8 @@ def memory_child(path: str, traced: bool) -> None:
             {
                 "headers": batch.headers,
                 "segments": sum(r.segment_count for r in batch.fragments),
-                "peak_mb": after_take[1] / 1e6,
-                "held_mb": after_take[0] / 1e6,
+                "peak_mb": traced_after_take[1] / 1e6,
+                "held_mb": traced_after_take[0] / 1e6,
                 "encode_peak_mb": encode_peak / 1e6,
                 "body_mb": len(body) / 1e6,
             }

@@ -160,7 +160,7 @@ def rows(count: int, seed: int = 1, shuffled: bool = False) -> Iterator[tuple[An
     for n in range(count):
         kind = rng.choices(("movie", "tv", "music", "pc"), weights=(4, 5, 1, 1))[0]
         season = episode = year = None
-        resolution = rng.choice(RESOLUTIONS)
+        resolution: str | None = rng.choice(RESOLUTIONS)
         tag = rng.choice(TAGS)
         if kind == "movie":
             year = 1980 + rng.randrange(46)

@@ -38,9 +38,10 @@ from usenet_indexer.wire.chunks import deflate_plain
 from usenet_indexer.wire.frames import FrameDecoder, FrameType
 
 TTL = 3.0
+RANGE_ARTICLES = 4_000
 SIZES = {
     "lease_ttl_seconds": TTL,
-    "range_articles": 4_000,
+    "range_articles": RANGE_ARTICLES,
     "chunk_articles": 1_000,
     "era_articles": 1_000_000,
     "stream_keepalive_seconds": 0.5,
@@ -153,7 +154,7 @@ def main() -> None:
         for g in range(groups):
             name = f"alt.binaries.soak{g}"
             services.groups.add(name)
-            services.groups.plan(name, 1, ranges_per_group * SIZES["range_articles"])  # type: ignore[operator]
+            services.groups.plan(name, 1, ranges_per_group * RANGE_ARTICLES)
         with services.db.transaction() as tx:
             ranges = tx.sql("SELECT id, start_id, end_id FROM ranges")
         for r in ranges:

@@ -1,15 +1,50 @@
-"""Fixtures shared by every test: one parametrized store fixture runs a test on SQLite and PostgreSQL."""
+"""Fixtures shared by every test: one parametrized store fixture runs a test on SQLite and PostgreSQL.
+
+Also the suite's tiers (tests/support/tiers.py): the markers, the marks a test's fixtures give it, and
+the running test remembered so that support code reaching a real part can check the test is marked.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.support import tiers
 from tests.support.databases import PostgresTemplate, SqliteTemplate
 from tests.support.s3 import MotoServer
 from usenet_indexer.db import Database, connect
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, meaning in {**tiers.REAL_PARTS, **tiers.SLOW_MARKERS}.items():
+        config.addinivalue_line("markers", f"{name}: {meaning}")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--fast-tier",
+        action="store_true",
+        help="only the tests that need no real part and are not slow (make check; tests/support/tiers.py)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        for marker in tiers.markers_from_fixtures(item):
+            if item.get_closest_marker(marker) is None:
+                item.add_marker(marker)
+    if config.getoption("fast_tier"):
+        kept = [item for item in items if tiers.in_fast_tier(item)]
+        config.hook.pytest_deselected(items=[item for item in items if not tiers.in_fast_tier(item)])
+        items[:] = kept
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
+    with tiers.running(item):
+        return (yield)
 
 
 @pytest.fixture(scope="session")

@@ -38,7 +38,7 @@ from usenet_indexer.db import connect
 from usenet_indexer.leases.audit import audit
 from usenet_indexer.local.run import RANGES_PER_WORKER, worker_name
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.inn2]  # the group fixture posts to INN2
 
 ARTICLES = 60_000
 WORKERS = 2

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psycopg
 
+from tests.support import tiers
 from usenet_indexer.db import upgrade
 
 PG_ADMIN_URL = os.environ.get("USENET_INDEXER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -32,12 +33,14 @@ def _admin(sql: str) -> None:
 
 class PostgresTemplate:
     def __init__(self) -> None:
+        tiers.require("postgres")
         self.name = f"uitest_tmpl_{uuid.uuid4().hex[:10]}"
         _admin(f"CREATE DATABASE {self.name}")
         upgrade(pg_url(self.name))
 
     @contextmanager
     def database(self) -> Iterator[str]:
+        tiers.require("postgres")
         name = f"uitest_{uuid.uuid4().hex[:12]}"
         _admin(f"CREATE DATABASE {name} TEMPLATE {self.name}")
         try:

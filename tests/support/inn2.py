@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from email.utils import format_datetime
 from pathlib import Path
 
+from tests.support import tiers
 from usenet_indexer.nntp import yenc
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,6 +44,7 @@ class INN2Unavailable(RuntimeError):
 
 def ensure_inn2(groups: Sequence[str] = ()) -> None:
     """Run the (idempotent) set-up script, creating ``groups``; raise INN2Unavailable on failure."""
+    tiers.require("inn2")
     try:
         result = subprocess.run(
             ["bash", str(SETUP_SCRIPT), *groups], capture_output=True, text=True, timeout=900, check=False
@@ -64,6 +66,7 @@ def new_group(prefix: str = "alt.binaries.test") -> str:
 
 
 def create_group(name: str) -> None:
+    tiers.require("inn2")
     result = subprocess.run(
         [CTLINND, "-t", "30", "newgroup", name, "y", "usenet-indexer-tests"],
         capture_output=True,
@@ -129,6 +132,7 @@ def post_articles(group: str, articles: Iterable[Article], *, batch: int = 500, 
 
     Raises RuntimeError when innd refuses streaming or rejects an article (the reason is in its 439).
     """
+    tiers.require("inn2")
     accepted = 0
     with socket.create_connection((HOST, INND_PORT), timeout=timeout) as sock:
         reader = sock.makefile("rb")

@@ -166,6 +166,7 @@ class Interleaving:
                 if slot.idle:
                     slot.idle = False
                     slot.work.put(body)
+                    assert slot.thread is not None  # an idle slot has run before
                     return slot.thread
             slot = _Slot(len(self._slots))
             self._slots.append(slot)

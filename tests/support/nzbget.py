@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 
 from tests.support import inn2 as support
+from tests.support import tiers
 
 __all__ = ["NZBGet", "wait_for_entries", "wait_for_history"]
 
@@ -28,6 +29,7 @@ class NZBGet:
 
     def __init__(self, folder: Path, **overrides: str) -> None:
         """``overrides``: options to set otherwise than below (e.g. ``ParRename="yes"``)."""
+        tiers.require("nzbget")
         self.folder = folder
         self.port = free_port()
         self.config = folder / "nzbget.conf"

@@ -50,6 +50,10 @@ class Loop:
 @dataclass
 class LoopRunner:
     ownership: OwnershipLeases
+    # Seconds, when each work is next due; a test gives a clock it moves instead of sleeping the period
+    # out (as OwnershipLeases takes one for the database's). Waits stay on the real clock, at most a renew
+    # interval each, so a moved clock is seen within one.
+    clock: Callable[[], float] = time.monotonic
     loops: list[Loop] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _stop_renewing: threading.Event = field(default_factory=threading.Event)
@@ -126,10 +130,10 @@ class LoopRunner:
                     # Not renewed within the TTL (the database away): another may claim it meanwhile.
                     loop.holding = False
                     log.warning("loop.stale", loop=loop.name, holder=self.ownership.holder)
-                if loop.holding and time.monotonic() >= next_work:
+                if loop.holding and self.clock() >= next_work:
                     more = loop.work()
                     loop.runs += 1
-                    next_work = time.monotonic() + (0.0 if more is True else loop.period_seconds)
+                    next_work = self.clock() + (0.0 if more is True else loop.period_seconds)
             except Fenced as lost:
                 loop.fenced += 1
                 loop.holding = False
@@ -139,5 +143,5 @@ class LoopRunner:
                 loop.last_error = f"{type(error).__name__}: {error}"
                 log.exception("loop.error", loop=loop.name)
             renew = self.ownership.renew_interval
-            wait = next_work - time.monotonic() if loop.holding else renew
+            wait = next_work - self.clock() if loop.holding else renew
             self._stop.wait(max(0.05, min(wait, renew)))

@@ -12,7 +12,7 @@ from prometheus_client.registry import Collector
 
 from usenet_indexer.coordinator.services import Services
 
-SPOOL_SIZE_EVERY_SECONDS = 30.0  # sizing the spool walks its files
+SPOOL_SIZE_EVERY_SECONDS = 30.0  # sizing the spool lists its blobs (a walk of files, or S3 list pages)
 
 
 class Metrics:

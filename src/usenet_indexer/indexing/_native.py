@@ -1,7 +1,8 @@
-"""The optional C accelerator of the range indexer, or None: one place decides which path runs.
+"""The optional C accelerator, or None: one place decides which path runs for every caller.
 
-``_speedups`` (``_speedups.c``) holds native twins of the indexer's two hot paths, the fast loop over a
-clean chunk and the building of a file's columns at take(). It is compiled by the build hook
+``_speedups`` (``_speedups.c``) holds native twins of the hot paths: the indexer's fast loop over a
+clean chunk and the building of a file's columns at take(), the segment blob's writing and reading
+(merge.py), and the NNTP reader's line scan (nntp/_readers.py). It is compiled by the build hook
 (hatch_build.py) when a C compiler and the Python headers are there; when it is not, or when
 ``USENET_INDEXER_PURE=1`` is set, the pure-Python code runs instead. Both give the same batches
 (tests/unit/indexing compare them); the native one indexes about 2.4 times as fast (bench/index.py:

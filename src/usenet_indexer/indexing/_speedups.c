@@ -1,18 +1,29 @@
-/* Optional native accelerator for the range indexer (indexer.py); see _native.py for how it is picked.
+/* Optional native accelerator: the hot loops of the indexer, the segment blob and the NNTP reader; see
+_native.py for how it is picked (once, for every caller).
 
-Everything here has a pure-Python twin that stays the reference: tests/unit/indexing compare the two on
-generated, golden, damaged and garbage input (test_speedups.py, test_indexer.py). The rule that keeps them equal is that this code only ever does the plain
-case and hands anything unusual back to the Python code that already handles it:
+Everything here has a pure-Python twin that stays the reference: tests compare the two on generated,
+golden, damaged and garbage input (tests/unit/indexing/test_speedups.py, test_indexer.py,
+test_wire_batch.py; tests/unit/nntp/test_protocol.py). The rule that keeps them equal is that this code
+only ever does the plain case and hands anything unusual back to the Python code that already handles it.
+The limits both sides use (MAX_SUBJECT, MAX_DIGITS, the blob's magic and FileFragment's fields) are
+checked against their Python twins by tests/unit/indexing/test_shared_limits.py.
 
 * scan() is indexer.py's fast loop (RangeIndexer._fast) over a whole chunk, without making a Python
   object per field. A line whose file is not known, or whose part counter or size is not plain digits,
   goes to the Python slow_line (as one list of fields, exactly as line.split(b"\t") makes it); a line
   that is not plainly well formed (missing fields, an odd number, out of order) stops the scan, and the
-  caller hands the rest of the chunk to the careful loop, as _fast does.
+  caller hands the rest of the chunk to the careful loop, as _fast does. chunk_is_clean() is
+  overview.chunk_is_clean, the test that picks the fast loop.
 * columns() is RangeIndexer._file_fragment for a file whose every segment is valid: its columns sorted
   by part (the lowest article kept for a part seen twice), message-ids without angle brackets. It
   returns None for a file holding any value the Python code would count as malformed, and the Python
   code walks that file.
+* segment_blob() and segment_files() are merge.py's pack_segments and parse_segments (with
+  fragment.check_file) for the segment blob a worker posts and the coordinator stores: the same bytes
+  written, the same files or the same refusal read. column_range() is min() and max() of an int64
+  column without an int per value (wire/batch.py's check_authority).
+* line_scan() counts the LFs of a block of a multi-line NNTP reply and finds its first "LF ." (the
+  terminator's candidate) for nntp/_readers.py.
 
 Numbers are read only when they are 1 to 18 ASCII digits (they then fit an int64); Python's int() also
 takes signs, blanks and underscores, and those lines take the Python path, which reads them the same way
@@ -1228,7 +1239,7 @@ static PyModuleDef_Slot slots[] = {
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
     .m_name = "usenet_indexer.indexing._speedups",
-    .m_doc = "Native twins of the range indexer's hot loops; see _native.py.",
+    .m_doc = "Native twins of hot loops (the indexer, the segment blob, the NNTP reader); see _native.py.",
     .m_size = 0,
     .m_methods = methods,
     .m_slots = slots,

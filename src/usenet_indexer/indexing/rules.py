@@ -220,9 +220,13 @@ class RuleSet:
         return cls(version=data["version"], rules=tuple(built))
 
 
+# 18 digits always fit an int64 (the native scan's MAX_DIGITS, _speedups.c); longer counters read as none.
+MAX_DIGITS = 18
+
+
 def _counter(text: str | None) -> int | None:
-    # 18 digits always fit an int64; the indexer drops parts above their total as bad_part.
-    return None if text is None or len(text) > 18 else int(text)
+    # The indexer drops parts above their total as bad_part.
+    return None if text is None or len(text) > MAX_DIGITS else int(text)
 
 
 def _reading(rule: str, subject: str, m: re.Match[str]) -> SubjectMatch | None:

@@ -114,7 +114,7 @@ def test_the_node_api_takes_node_tokens_only(app: FastAPI, services: Services) -
         if not NODE.match(path):
             continue
         url = concrete(path)
-        params = {"epoch": 1, "lane": "history", "next": 1}
+        params: dict[str, str | int] = {"epoch": 1, "lane": "history", "next": 1}
         for client, headers, who in (
             (anonymous, {}, "anonymous"),
             (anonymous, {"Authorization": f"Bearer {api_key}"}, "an API key"),

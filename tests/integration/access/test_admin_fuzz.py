@@ -180,6 +180,7 @@ def forms(draw: st.DrawFn) -> tuple[str, list[tuple[str, str | bytes]], str]:
     return route, fields, csrf
 
 
+@pytest.mark.fuzz
 @settings(
     max_examples=300,
     deadline=None,
@@ -230,6 +231,7 @@ def test_admin_forms_never_fail_and_refusals_change_nothing(
         app.state.fuzz_client = None  # logged out, as asked: log in again for the next example
 
 
+@pytest.mark.fuzz
 @settings(
     max_examples=150,
     deadline=None,
@@ -249,6 +251,7 @@ def test_admin_pages_take_any_query_parameters(
     assert response.status_code == (303 if page == "/admin" else 200)
 
 
+@pytest.mark.fuzz
 @settings(
     max_examples=100,
     deadline=None,

@@ -72,6 +72,7 @@ def framed(text: str) -> bytes:
     return MAGIC + struct.pack("<I", len(head)) + head
 
 
+@pytest.mark.fuzz
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(body=nested)
 def test_deep_bodies_never_5xx(

@@ -41,6 +41,7 @@ def fuzzed(database_url: str, tmp_path: Path) -> Iterator[tuple[FastAPI, Service
     services.close()
 
 
+@pytest.mark.fuzz
 @settings(
     max_examples=200,
     deadline=None,

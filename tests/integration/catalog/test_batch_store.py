@@ -74,7 +74,7 @@ def categories(db: Database) -> dict[str, tuple[object, ...]]:
     """Each release's category columns, and the category the coordinator finds for it from its row."""
     with db.transaction(write=False) as tx:
         rows = tx.sql(f"SELECT {CATEGORY_COLUMNS} FROM releases")
-    out = {}
+    out: dict[str, tuple[object, ...]] = {}
     for row in rows:
         found = categorize(row["name"], [f.name for f in unpack_segments(bytes(row["segments"]))])
         stored = tuple(
@@ -192,9 +192,9 @@ def test_a_cross_post_from_two_groups_and_two_workers_is_one_release(db: Databas
         assert [h.guid for h in search.search(SearchQuery(text=name, group=group)).hits].count(hit.guid) == 1
     attrs = release_item("http://indexer.test/", hit, "k", extended=True)
     assert ("group", ",".join(groups)) in attrs.attrs
-    row = search.segments_row(hit.guid)
-    assert row is not None
-    nzb = nzb_bytes(row).decode()
+    with_segments = search.segments_row(hit.guid)
+    assert with_segments is not None
+    nzb = nzb_bytes(with_segments).decode()
     for listed in re.findall(r"<groups>(.*?)</groups>", nzb, re.S):
         assert re.findall(r"<group>([^<]+)</group>", listed) == list(groups)
     # Every file's subject as posted, at part 1 (issue 16)

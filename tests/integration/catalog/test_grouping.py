@@ -252,8 +252,8 @@ def test_loose_files_read_through_a_lane_are_joined_once_flushed(database_url: s
             group_id, epoch = held["group"]["id"], held["group"]["epoch"]
             lease = first.client.next_range(group_id, "history", epoch)
             assert lease is not None
-            window = restore_window(first.client, group_id, GROUP, "history", epoch, lease)
-            window = run_lane_range(first, lease, window, group_id, "history", epoch)
+            restored = restore_window(first.client, group_id, GROUP, "history", epoch, lease)
+            window = run_lane_range(first, lease, restored, group_id, "history", epoch)
             assert window is not None and window.open_releases  # loose files held open
             assert Grouper(services.db).run_once().joined == 0
             # The window holds every loose file (only complete named releases were posted).

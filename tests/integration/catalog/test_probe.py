@@ -78,6 +78,7 @@ def store_obfuscated(services: Services, par2_message_id: str) -> None:
         store_batch(tx, 1, GROUP, indexer.take())
 
 
+@pytest.mark.slow
 def test_name_from_par2_reads_the_main_files(tmp_path: Path) -> None:
     name, files = name_from_par2(par2_index(tmp_path))
     assert name == REAL
@@ -86,6 +87,7 @@ def test_name_from_par2_reads_the_main_files(tmp_path: Path) -> None:
         name_from_par2(b"not a par2 file at all")
 
 
+@pytest.mark.inn2
 async def test_probe_renames_an_obfuscated_release_from_inn2(database_url: str, tmp_path: Path) -> None:
     article = post_par2_index(tmp_path)
 
@@ -188,6 +190,7 @@ async def test_a_probe_cut_off_with_its_round_is_queued_again_as_an_attempt(
         services.close()
 
 
+@pytest.mark.inn2
 async def test_a_file_stored_while_the_probe_reads_is_renamed_with_its_set(
     database_url: str, tmp_path: Path
 ) -> None:

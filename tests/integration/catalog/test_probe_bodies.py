@@ -220,11 +220,11 @@ async def test_releases_of_random_names_are_joined_and_named_from_their_bodies(
         assert set(show_names.values()).isdisjoint({f.name for f in nzb_release(show_row).files})
 
         # /metrics and the dashboard show the probes and their cost.
-        articles = int(movie_row["articles"]) + int(show_row["articles"])
+        probed = int(movie_row["articles"]) + int(show_row["articles"])
         fetched = int(movie_row["bytes"]) + int(show_row["bytes"])
         text = generate_latest(Metrics(services).registry).decode()
         assert 'usenet_indexer_probes{status="done"} 2.0' in text
-        assert f'usenet_indexer_probe_articles{{status="done"}} {articles:.1f}' in text
+        assert f'usenet_indexer_probe_articles{{status="done"}} {probed:.1f}' in text
         assert f'usenet_indexer_probe_bytes{{status="done"}} {float(fetched)}' in text
         assert "usenet_indexer_joined_releases 2.0" in text
         # NZBGet downloads the movie from INN2 by its NZB: every file byte for byte, the rar volumes
@@ -247,7 +247,7 @@ async def test_releases_of_random_names_are_joined_and_named_from_their_bodies(
         assert (probes.named, probes.pending, probes.articles, probes.bytes, probes.joined) == (
             2,
             0,
-            articles,
+            probed,
             fetched,
             2,
         )

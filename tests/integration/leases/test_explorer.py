@@ -28,7 +28,7 @@ def explored(database_url: str, tmp_path: Path) -> Iterator[Services]:
         # A deadlock between two actors is broken in milliseconds, not the default second.
         name = database_url.rsplit("/", 1)[1]
         with psycopg.connect(database_url, autocommit=True) as conn:
-            conn.execute(f"ALTER DATABASE {name} SET deadlock_timeout = '20ms'")  # type: ignore[arg-type]
+            conn.execute(f"ALTER DATABASE {name} SET deadlock_timeout = '20ms'")
     services = services_for(database_url, tmp_path, range_articles=100, chunk_articles=50, era_articles=1_000)
     yield services
     services.close()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.support.store import TTL, backdate, query
@@ -16,7 +18,7 @@ def plan(services: Services, name: str, low: int, high: int) -> int:
     return int(services.groups.get(name)["id"])
 
 
-def ranges(services: Services) -> dict[int, dict[str, object]]:
+def ranges(services: Services) -> dict[int, dict[str, Any]]:
     return {int(r["id"]): r for r in query(services.db, "SELECT * FROM ranges")}
 
 
@@ -66,8 +68,8 @@ def test_a_heartbeat_keeps_the_lease_alive_and_marks_its_node_seen(services: Ser
     query(services.db, old.format(table="nodes", column="last_seen_at"), {"id": node})
     before = ranges(services)[lease.range_id]["heartbeat_at"]
     services.ranges.heartbeat(lease.range_id, node, lease.epoch)
-    beat = float(ranges(services)[lease.range_id]["heartbeat_at"])  # type: ignore[arg-type]
-    assert beat > float(before) + 29  # type: ignore[arg-type]
+    beat = float(ranges(services)[lease.range_id]["heartbeat_at"])
+    assert beat > float(before) + 29
     seen = query(services.db, "SELECT last_seen_at FROM nodes WHERE id = :id", {"id": node})[0]
     assert float(seen["last_seen_at"]) > beat - 1
     # Seen again within 5 s: not written again (a node's row is not rewritten on every heartbeat).

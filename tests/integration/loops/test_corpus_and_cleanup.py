@@ -81,8 +81,8 @@ async def test_captured_ranges_go_to_the_corpus_and_are_reindexed_without_the_se
             )  # … and it is indexed again
             assert len(server.commands) == commands
             # The second pass is the range's record: each article once, the audit clean.
-            report = audit(services.db, ttl=services.settings.lease_ttl_seconds, max_per_group=2)
-            assert report.problems == []
+            audited = audit(services.db, ttl=services.settings.lease_ttl_seconds, max_per_group=2)
+            assert audited.problems == []
         finally:
             prefetcher.close()
             await asyncio.to_thread(news.close)

@@ -19,7 +19,7 @@ from usenet_indexer.nntp import (
     NoSuchGroup,
     yenc,
 )
-from usenet_indexer.nntp.client import NNTPClient
+from usenet_indexer.nntp.client import Compression, NNTPClient
 from usenet_indexer.nntp.pool import NNTPPool, ServerSettings
 
 ClientFactory = Callable[..., NNTPClient]
@@ -48,7 +48,9 @@ async def test_missing_group_raises_no_such_group(inn2_client: ClientFactory) ->
 
 
 @pytest.mark.parametrize("compression", ["none", "deflate"])
-async def test_over_returns_every_posted_article_exactly_once(inn2_group: str, compression: str) -> None:
+async def test_over_returns_every_posted_article_exactly_once(
+    inn2_group: str, compression: Compression
+) -> None:
     articles = [support.yenc_article(i) for i in range(1, 3001)]
     assert support.post_articles(inn2_group, articles) == 3000
     server = ServerSettings(
@@ -191,7 +193,8 @@ async def test_auto_compression_reads_inn2_on_loopback_plain_by_measurement(inn2
 
 async def test_explicit_compression_is_used_as_set(inn2_group: str) -> None:
     support.post_articles(inn2_group, [support.yenc_article(i) for i in range(1, 101)])
-    for compression, session in (("deflate", "deflate"), ("none", "none")):
+    choices: tuple[tuple[Compression, str], ...] = (("deflate", "deflate"), ("none", "none"))
+    for compression, session in choices:
         server = ServerSettings(
             host=support.HOST, port=support.PLAIN_PORT, connections=1, compression=compression
         )

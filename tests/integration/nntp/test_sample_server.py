@@ -44,6 +44,7 @@ def client(server: SampleServer, **options: object) -> NNTPClient:
     return NNTPClient("127.0.0.1", server.port, timeout=10.0, **options)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_the_same_seed_makes_the_same_groups(feed: SampleFeed) -> None:
     again = SampleFeed(sample_groups(0.05), block_articles=BLOCK, start_time=feed.start_time)
     for name in feed.groups:
@@ -113,6 +114,7 @@ async def test_bodies_decode_and_a_reposted_part_carries_the_same_bytes(
                 release.scheme in ("named", "noisy", "par2_obfuscated")
             )
             if file_kind(f.real) is not FileKind.PAR2:
+                assert decoded.part is not None
                 assert decoded.begin == (decoded.part - 1) * PART_BYTES + 1
         assert set(styles) == set(sample.STYLES)
         copies = {decode(await c.body(mid.decode())).data for mid in reposted}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -266,8 +267,8 @@ def test_lanes_and_snapshots(client: TestClient, services: Services, auth: dict[
 
 def test_snapshot_over_the_cap_is_413_and_stores_nothing(
     database_url: str,
-    tmp_path,
-    auth: dict[str, str],  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    auth: dict[str, str],
 ) -> None:
     from tests.support.store import services_for
     from usenet_indexer.coordinator.server import create_app
@@ -362,7 +363,7 @@ def migrate(services: Services, ddl: str) -> None:
     import psycopg
 
     with psycopg.connect(services.db.url, autocommit=True) as conn:
-        conn.execute(ddl)  # type: ignore[arg-type]
+        conn.execute(ddl)
 
 
 def test_a_hostile_batch_is_refused_before_it_costs_anything(

@@ -15,6 +15,7 @@ import pytest
 
 from tests.support.live import live_coordinator
 from tests.support.store import services_for
+from usenet_indexer.leases.ranges import RangeLease
 
 STREAMS = 500
 API = "/api/v1/node"
@@ -36,10 +37,11 @@ def test_500_waiting_streams_leave_the_api_responsive(database_url: str, tmp_pat
             services.groups.add(name)
             services.groups.plan(name, 1, 1_999)
         leases = [services.ranges.lease(node) for _ in range(STREAMS)]
-        assert all(lease is not None for lease in leases)
+        held = [lease for lease in leases if lease is not None]
+        assert len(held) == len(leases)
         headers = {"Authorization": f"Bearer {token}"}
         with live_coordinator(services) as url:
-            latencies = asyncio.run(measure(url, headers, leases))  # type: ignore[arg-type]
+            latencies = asyncio.run(measure(url, headers, held))
         print(f"with {STREAMS} streams waiting: healthz {latencies[0]:.3f} s, heartbeat {latencies[1]:.3f} s")
         assert latencies[0] < 1.0
         assert latencies[1] < 1.0
@@ -47,19 +49,19 @@ def test_500_waiting_streams_leave_the_api_responsive(database_url: str, tmp_pat
         services.close()
 
 
-async def measure(url: str, headers: dict[str, str], leases: list[object]) -> tuple[float, float]:
+async def measure(url: str, headers: dict[str, str], leases: list[RangeLease]) -> tuple[float, float]:
     limits = httpx.Limits(max_connections=STREAMS + 20, max_keepalive_connections=20)
     async with httpx.AsyncClient(base_url=url, headers=headers, limits=limits, timeout=30.0) as client:
         opened = asyncio.Event()
         started = 0
         stop = asyncio.Event()
 
-        async def hold(lease: object) -> None:
+        async def hold(lease: RangeLease) -> None:
             nonlocal started
-            params = {"epoch": lease.epoch}  # type: ignore[attr-defined]
+            params = {"epoch": lease.epoch}
             async with client.stream(
                 "GET", f"{API}/ranges/{lease.range_id}/stream", params=params
-            ) as response:  # type: ignore[attr-defined]
+            ) as response:
                 assert response.status_code == 200
                 async for _ in response.aiter_raw():
                     started += 1
@@ -79,8 +81,8 @@ async def measure(url: str, headers: dict[str, str], leases: list[object]) -> tu
             healthz = max(healthz, time.monotonic() - began)
             began = time.monotonic()
             beat = await client.post(
-                f"{API}/ranges/{first.range_id}/heartbeat",  # type: ignore[attr-defined]
-                params={"epoch": first.epoch},  # type: ignore[attr-defined]
+                f"{API}/ranges/{first.range_id}/heartbeat",
+                params={"epoch": first.epoch},
             )
             heartbeat = max(heartbeat, time.monotonic() - began)
             assert beat.status_code == 200

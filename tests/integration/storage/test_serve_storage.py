@@ -6,10 +6,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.e2e.processes import settings_env
 from tests.support.s3 import MotoServer
 
 
+@pytest.mark.slow  # a process that imports boto3 and asks moto
 def test_serve_refuses_to_start_without_its_bucket(tmp_path: Path, moto_server: MotoServer) -> None:
     storage = moto_server.settings("no-such-bucket-for-serve")
     env = settings_env(f"sqlite:///{tmp_path / 'db.sqlite'}", tmp_path / "data", **storage)

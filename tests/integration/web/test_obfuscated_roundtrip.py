@@ -67,7 +67,7 @@ from usenet_indexer.edge.worker import EdgeWorker
 from usenet_indexer.indexing import unpack_segments
 from usenet_indexer.nntp.client import NNTPClient
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.inn2, pytest.mark.nzbget]  # the module's world: INN2 and nzbget
 
 NS = {"newznab": "http://www.newznab.com/DTD/2010/feeds/attributes/"}
 NZB_NS = {"nzb": "http://www.newzbin.com/DTD/2003/nzb"}

@@ -106,3 +106,31 @@ def test_a_fenced_work_stops_and_its_loop_claims_again() -> None:
     (loop,) = runner.loops
     assert (loop.fenced, loop.errors) == (1, 0)
     assert [kind for kind, _ in ownership.events].count("acquire") >= 2
+
+
+def test_a_work_is_due_by_the_runners_clock_not_the_real_one() -> None:
+    """An hour's period, passed by moving the clock the runner is given instead of sleeping it out; not
+    moved, the work does not come again."""
+    ownership = FakeOwnership()
+    now = [1_000.0]
+    works: list[float] = []
+    worked = threading.Event()
+
+    def work() -> bool:
+        works.append(now[0])
+        worked.set()
+        return False
+
+    runner = LoopRunner(ownership, clock=lambda: now[0])  # type: ignore[arg-type]
+    runner.add("hourly", 3_600.0, work)
+    runner.start()
+    try:
+        assert worked.wait(5.0)
+        time.sleep(3 * RENEW)  # three of its waits on the real clock: on its own clock no time passed
+        assert works == [1_000.0]
+        worked.clear()
+        now[0] += 3_600.0
+        assert worked.wait(5.0)  # seen within one wait (a renew interval)
+        assert works == [1_000.0, 4_600.0]
+    finally:
+        runner.stop()

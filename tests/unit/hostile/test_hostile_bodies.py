@@ -35,6 +35,7 @@ def test_garbage_snapshots_are_refused_with_window_error(data: bytes) -> None:
             Window.restore(candidate)
 
 
+@pytest.mark.fuzz
 @settings(max_examples=300, deadline=None)
 @given(json_values)
 def test_snapshots_of_any_json_are_refused_or_restored(value: object) -> None:
@@ -55,6 +56,7 @@ def test_garbage_batch_bodies_are_refused_with_batch_error(data: bytes) -> None:
             decode_batch(candidate)
 
 
+@pytest.mark.fuzz
 @settings(max_examples=300, deadline=None)
 @given(json_values)
 def test_batch_bodies_of_any_json_are_refused(value: object) -> None:
@@ -77,6 +79,7 @@ def test_a_batch_body_with_any_byte_changed_is_refused_or_read_whole(at: int, fl
         decode_batch(bytes(damaged))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reader", ["batch", "snapshot"])
 def test_a_gzip_bomb_stops_at_the_cap(reader: str) -> None:
     bomb = gzip.compress(b"\0" * (200 << 20), compresslevel=9, mtime=0)  # 200 MB of zeros in ~200 KB
@@ -132,6 +135,7 @@ HOSTILE = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_a_hostile_head_costs_at_most_a_small_multiple_of_its_body(name: str) -> None:
     body = _head_body(HOSTILE[name])

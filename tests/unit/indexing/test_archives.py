@@ -313,6 +313,7 @@ def all_cases(seven_zips: dict[str, SevenZip]) -> Iterator[tuple[str, bytes, boo
         yield archive.name, archive.data, archive.encrypted, whole.file_names
 
 
+@pytest.mark.slow
 def test_every_cut_gives_the_truth_or_none(seven_zips: dict[str, SevenZip]) -> None:
     """The probe reads one article, which ends wherever it ends: every cut of the first 6 KB (all of
     most of these archives) says the truth or nothing, never the opposite, and names a prefix of the
@@ -382,6 +383,7 @@ def fix_7z_crcs(data: bytearray) -> None:
     struct.pack_into("<I", data, 8, zlib.crc32(data[12:32]))
 
 
+@pytest.mark.fuzz
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     st.integers(min_value=0, max_value=10_000),
@@ -408,7 +410,7 @@ def test_mutated_real_archives_never_raise(
 
 
 names = st.text(
-    st.characters(blacklist_categories=("Cs",), blacklist_characters="\0/\\"), min_size=1, max_size=30
+    st.characters(blacklist_categories=["Cs"], blacklist_characters="\0/\\"), min_size=1, max_size=30
 )
 
 

@@ -7,15 +7,16 @@ import itertools
 import pytest
 
 from usenet_indexer.indexing.categories import categorize
+from usenet_indexer.indexing.fragment import ReleaseFragment
 from usenet_indexer.indexing.merge import is_complete, totals
 
-from .drive import GROUP, catalog, expected, run_range, scenario, single_run
+from .drive import GROUP, Expected, catalog, expected, run_range, scenario, single_run
 
 # Each test runs on the C accelerator and on the pure-Python path (conftest.py).
 pytestmark = pytest.mark.usefixtures("indexing_path")
 
 
-def _check(found: dict, want: dict) -> None:
+def _check(found: dict[str, ReleaseFragment], want: dict[str, Expected]) -> None:
     assert set(found) == set(want)
     for key, w in want.items():
         r = found[key]
@@ -150,7 +151,7 @@ EXPECTED_CATEGORIES = {
 def test_categories_of_generated_releases() -> None:
     s = scenario(21, releases=60)
     found = catalog(single_run(s))
-    by_name = {}
+    by_name: dict[str, str] = {}
     for release in s.plan:
         by_name.setdefault(release.collection, release.kind)
     seen_kinds = set()

@@ -79,9 +79,13 @@ def index(posting: RandomPosting, start: int, end: int, cuts: list[int]) -> list
     return batches
 
 
-def scenario(seed: int, releases: int = 14, **losses: float) -> RandomPosting:
+def scenario(
+    seed: int, releases: int = 14, lost_files: float = 0.0, lost_parts: float = 0.0
+) -> RandomPosting:
     rng = random.Random(seed)
-    return post_random(plan_random(rng, releases), rng, group=GROUP, **losses)
+    return post_random(
+        plan_random(rng, releases), rng, group=GROUP, lost_files=lost_files, lost_parts=lost_parts
+    )
 
 
 def end_of(posting: RandomPosting) -> int:

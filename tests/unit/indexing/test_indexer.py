@@ -160,6 +160,7 @@ def _lines_in_number_order_within(lines: list[bytes]) -> list[bytes]:
     return lines
 
 
+@pytest.mark.fuzz
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.randoms(use_true_random=False),
@@ -301,6 +302,7 @@ _FIELD = st.one_of(
 _LINE = st.lists(_FIELD, min_size=1, max_size=10).map(b"\t".join)
 
 
+@pytest.mark.fuzz
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(_LINE, max_size=12), min_size=1, max_size=4), st.booleans())
 def test_nothing_raises_on_garbage_chunks(chunks: list[list[bytes]], crlf: bool) -> None:
@@ -337,6 +339,7 @@ _XREF = st.tuples(
 ).map(lambda t: t[0] + b" ".join(w + c + n for w, c, n in t[1]) + t[2])
 
 
+@pytest.mark.fuzz
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_XREF, max_size=8), st.booleans())
 def test_xref_groups_kept_by_prefix_are_the_groups(xrefs: list[bytes], full: bool) -> None:

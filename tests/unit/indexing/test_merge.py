@@ -24,6 +24,8 @@ from usenet_indexer.indexing.merge import (
 )
 
 # A segment: (file, part, article, size, message-id number, date)
+# A segment: (file name, part, size, article, file index, date or None), as fragment() takes it.
+Segment = tuple[str, int, int, int, int, int | None]
 segment = st.tuples(
     st.sampled_from(["a.part1.rar", "a.part2.rar", "a.par2"]),
     st.integers(1, 12),
@@ -76,9 +78,10 @@ def fragment(segments: list[tuple[str, int, int, int, int, int | None]], name: s
     )
 
 
+@pytest.mark.fuzz
 @settings(max_examples=200, deadline=None)
 @given(st.lists(segment, min_size=3, max_size=40), st.randoms(use_true_random=False))
-def test_merge_is_commutative_and_associative(segments: list, rng: random.Random) -> None:
+def test_merge_is_commutative_and_associative(segments: list[Segment], rng: random.Random) -> None:
     k = rng.randint(1, min(5, len(segments)))
     rng.shuffle(segments)
     pieces = [segments[i::k] for i in range(k)]
@@ -114,7 +117,7 @@ def test_merging_a_fragment_with_itself_changes_nothing() -> None:
 
 def test_different_keys_refused() -> None:
     f = fragment([("a.par2", 1, 5, 100, 0, None)])
-    other = ReleaseFragment(**{**{s: getattr(f, s) for s in f.__slots__}, "key": "other"})  # type: ignore[arg-type]
+    other = ReleaseFragment(**{**{s: getattr(f, s) for s in f.__slots__}, "key": "other"})
     with pytest.raises(MergeError):
         merge(f, other)
     assert set(merge_all([f, other])) == {"k", "other"}

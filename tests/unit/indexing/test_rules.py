@@ -461,6 +461,7 @@ def test_tags_around_a_standard_subject_change_nothing(
     assert normalise(noisy.collection) == normalise(plain.collection)
 
 
+@pytest.mark.fuzz
 @settings(max_examples=300, deadline=None)
 @given(
     base=st.sampled_from(["Some.Show.S01E02.720p.WEB.h264-GRP", "Film (2019) 1080p", "Name"]),

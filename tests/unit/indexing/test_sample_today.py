@@ -45,6 +45,7 @@ def test_every_style_in_its_share(made: tuple[sample.Today, list[sample.Placed]]
         assert {r.kind for r in whole if r.scheme in sample.OBFUSCATED} <= {"movie", "tv", "pc", "single"}
 
 
+@pytest.mark.slow
 def test_the_same_seed_posts_the_same_articles(made: tuple[sample.Today, list[sample.Placed]]) -> None:
     _, articles = made
     _, again = posted()
@@ -139,16 +140,16 @@ def test_a_poster_posts_one_release_at_a_time(made: tuple[sample.Today, list[sam
     for (home, r), (first, last) in spans.items():
         by_poster[(home, today.releases[home][r].poster)].append((first, last))
     shared = 0
-    for releases in by_poster.values():
-        releases.sort()
-        shared += len(releases) > 1
-        for (_, end), (start, _) in itertools.pairwise(releases):
+    for spans_of_poster in by_poster.values():
+        spans_of_poster.sort()
+        shared += len(spans_of_poster) > 1
+        for (_, end), (start, _) in itertools.pairwise(spans_of_poster):
             assert end < start  # the next release after the previous one's last article
     assert shared >= 5  # posters do post several releases, of several styles
     styles_by_poster: dict[str, set[str]] = defaultdict(set)
     for releases in today.releases:
-        for r in releases:
-            styles_by_poster[r.poster].add(r.scheme)
+        for planned in releases:
+            styles_by_poster[planned.poster].add(planned.scheme)
     assert max(len(s) for s in styles_by_poster.values()) == len(sample.STYLES)
 
 
@@ -165,6 +166,7 @@ def test_missing_parts_are_counted(made: tuple[sample.Today, list[sample.Placed]
     assert 0 < sum(map(sum, today.missing)) < 0.01 * len(articles)
 
 
+@pytest.mark.slow
 def test_plan_and_post_are_what_they_were() -> None:
     """Golden tests compare the indexer with plan() and post(): their output must not move."""
     import hashlib

@@ -117,6 +117,7 @@ def noisy(line: bytes, rng: random.Random) -> bytes:
 # ---- whole batches ------------------------------------------------------------------------------------
 
 
+@pytest.mark.fuzz
 @needs_native
 @PROPS
 @given(
@@ -221,6 +222,7 @@ _NUMBERED = st.tuples(st.integers(0, 45), st.lists(_FIELD, min_size=0, max_size=
 )
 
 
+@pytest.mark.fuzz
 @needs_native
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.lists(st.one_of(_LINE, _NUMBERED), max_size=12), min_size=1, max_size=4), st.booleans())
@@ -363,6 +365,7 @@ def _acc(segments: list[tuple[int, int, int]], ids: list[bytes]) -> _FileAcc:
     return acc
 
 
+@pytest.mark.fuzz
 @needs_native
 @settings(max_examples=400, deadline=None)
 @given(
@@ -533,7 +536,7 @@ def sound_file(draw: st.DrawFn) -> FileFragment:
     )
 
 
-DAMAGE = {
+DAMAGE: dict[str, Callable[[FileFragment, st.DrawFn], FileFragment]] = {
     "subject": lambda f, d: replace(f, subject=d(st.sampled_from(["x" * 8193, "é" * 8193]))),
     "name": lambda f, d: replace(f, name=d(st.sampled_from(["", "x" * 8193, "é" * 8192]))),
     "index": lambda f, d: replace(f, index=d(st.integers(-5, -1))),
@@ -555,7 +558,7 @@ DAMAGE = {
 def loose_files(draw: st.DrawFn) -> list[FileFragment]:
     """Sound files, one of them perhaps broken in one way check_file refuses (the packer writes any)."""
     files = draw(st.lists(sound_file(), max_size=3))
-    if files and draw(st.booleans()):
+    if len(files) > 0 and draw(st.booleans()):
         at = draw(st.integers(0, len(files) - 1))
         damage = draw(st.sampled_from(sorted(DAMAGE)))
         event(f"damaged: {damage}")
@@ -697,6 +700,6 @@ def test_column_range_refuses_what_is_not_a_column() -> None:
     with pytest.raises(ValueError, match="empty"):
         native.column_range(int_array())
     with pytest.raises(TypeError, match="array"):
-        native.column_range(array("i", [1]))  # type: ignore[arg-type]
+        native.column_range(array("i", [1]))
     with pytest.raises(TypeError):
         native.column_range(b"\0" * 8)  # type: ignore[arg-type]

@@ -207,6 +207,7 @@ def test_refused_blobs(change: Any, match: str) -> None:
         decode_batch(assemble(head, change(blobs)))
 
 
+@pytest.mark.slow
 def test_every_cut_of_a_body_is_refused() -> None:
     data = encode_batch(BATCH, 1, 1)
     for end in range(len(data)):
@@ -227,6 +228,7 @@ def _bomb() -> bytes:
     return b"".join(deflate.compress(block) for _ in range(1024)) + deflate.flush()
 
 
+@pytest.mark.slow
 def test_a_zlib_bomb_in_the_head_is_refused_at_the_cap() -> None:
     bomb = _bomb()
     body = MAGIC + struct.pack("<I", len(bomb)) + bomb
@@ -234,6 +236,7 @@ def test_a_zlib_bomb_in_the_head_is_refused_at_the_cap() -> None:
         decode_batch(body, max_inflated=1 << 20)
 
 
+@pytest.mark.slow
 def test_a_zlib_bomb_in_a_blob_is_refused_at_the_cap() -> None:
     head, blobs = parts()
     with pytest.raises(BatchError, match="inflates past"):

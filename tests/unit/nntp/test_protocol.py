@@ -151,9 +151,10 @@ def test_line_scan_native_and_pure_agree(data: bytes) -> None:
     if _native.speedups is None:
         pytest.skip("the C extension is not built")
     assert _native.speedups.line_scan(data) == _readers._line_scan(data)
-    assert _native.speedups.line_scan(bytearray(data)) == _readers._line_scan(data)
+    assert _native.speedups.line_scan(bytearray(data)) == _readers._line_scan(data)  # type: ignore[arg-type]
 
 
+@pytest.mark.fuzz
 @settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(_BODY_LINES, st.lists(st.integers(min_value=0, max_value=2_000), max_size=12))
 def test_dot_stuffed_bodies_any_split(

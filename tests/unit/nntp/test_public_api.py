@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import SecretStr
+
 import usenet_indexer.nntp as nntp
 from usenet_indexer.nntp import client, pool
 
@@ -23,7 +25,9 @@ def test_every_error_derives_from_nntp_error() -> None:
 
 def test_server_settings_defaults() -> None:
     plain = pool.ServerSettings(host="news.example.test")
-    tls = pool.ServerSettings(host="news.example.test", ssl=True, user="u", password="hunter2-secret")
+    tls = pool.ServerSettings(
+        host="news.example.test", ssl=True, user="u", password=SecretStr("hunter2-secret")
+    )
     assert (plain.port, plain.name, plain.connections) == (119, "news.example.test:119", 8)
     assert tls.port == 563
     assert "hunter2" not in repr(tls)  # the password is a SecretStr

@@ -105,6 +105,7 @@ def test_each_release_has_a_par2_index_naming_its_real_files(feed: SampleFeed, p
     assert named > 0.8 * len(posted)
 
 
+@pytest.mark.slow
 def test_a_cross_post_is_the_same_line_in_both_groups(feed: SampleFeed) -> None:
     lines: dict[str, dict[str, list[str]]] = defaultdict(dict)
     for name in feed.groups:

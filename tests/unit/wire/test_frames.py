@@ -288,6 +288,7 @@ def test_max_payload_must_fit_the_length_field() -> None:
         FrameDecoder(max_payload=2**32)
 
 
+@pytest.mark.fuzz
 @settings(max_examples=500)
 @given(garbage=st.binary(max_size=400), cuts=st.lists(st.integers(0, 400), max_size=8), framed=st.booleans())
 def test_random_garbage_only_ever_raises_frame_error(garbage: bytes, cuts: list[int], framed: bool) -> None:
@@ -297,6 +298,7 @@ def test_random_garbage_only_ever_raises_frame_error(garbage: bytes, cuts: list[
         decode(stream, cuts)
 
 
+@pytest.mark.fuzz
 @settings(max_examples=300)
 @given(specs=frame_lists.filter(bool), data=st.data())
 def test_any_single_damaged_byte_is_detected(specs: list[Spec], data: st.DataObject) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lxml import etree  # type: ignore[import-untyped]  # no stubs shipped; tests only
+from lxml import etree
 
 from usenet_indexer.wire.nzb import NZB_NAMESPACE, NzbFile, NzbRelease, NzbSegment, order_files, write_nzb
 
@@ -191,6 +191,7 @@ poster_text = st.lists(
 ).map("".join)
 
 
+@pytest.mark.fuzz
 @settings(max_examples=300)
 @given(poster=poster_text, subject=poster_text, name=poster_text, category=poster_text, group=poster_text)
 def test_any_poster_text_gives_well_formed_xml_that_reads_back(
