@@ -32,7 +32,7 @@ from _common import emit, sqlite_database
 from usenet_indexer.articles import ChunkSpan
 from usenet_indexer.catalog.batch_store import store_batch
 from usenet_indexer.db import connect
-from usenet_indexer.edge.worker import DEFAULT_BATCH_ARTICLES
+from usenet_indexer.edge.main import DEFAULT_BATCH_ARTICLES
 from usenet_indexer.indexing import RangeIndexer
 from usenet_indexer.indexing.rules import default_rules
 from usenet_indexer.indexing.sample import Posting, chunks, plan, post

@@ -210,7 +210,7 @@ async def test_releases_of_random_names_are_joined_and_named_from_their_bodies(
         # first recovery slice and their size (indexing/volumes.py).
         movie_files = {f.name for f in nzb_release(movie_row).files}
         assert movie_files == set(movie)
-        assert any(n.startswith(f"{MOVIE}.vol") for n in movie_files)
+        assert any(n is not None and n.startswith(f"{MOVIE}.vol") for n in movie_files)
         assert {f.name for f in nzb_release(show_row).files} == set(show)
 
         # What it cost: one article per file fetched at most, counted with its bytes.

@@ -19,7 +19,7 @@ import pytest
 
 from usenet_indexer.indexing.bodies import HASH_BYTES, first_part, name_files
 from usenet_indexer.indexing.bursts import Head, Piece, SplitFile, releases
-from usenet_indexer.indexing.par2 import read_par2, recovery_head
+from usenet_indexer.indexing.par2 import RecoveryHead, read_par2, recovery_head
 from usenet_indexer.indexing.par2_writer import Par2Input, par2_index, par2_volume
 from usenet_indexer.indexing.volumes import Volume, block_count, name_volumes, volume_names
 
@@ -53,6 +53,12 @@ def test_par2cmdline_volumes_are_named_as_it_names_them(tmp_path: Path, options:
     assert named == {name: name for name in volumes}
 
 
+def _head(data: bytes) -> RecoveryHead:
+    head = recovery_head(data)
+    assert head is not None
+    return head
+
+
 def test_widths_follow_the_highest_end_and_the_largest_count() -> None:
     assert volume_names("x", [(0, 1), (1, 2), (3, 4)]) == ["x.vol0+1.par2", "x.vol1+2.par2", "x.vol3+4.par2"]
     assert volume_names("x", [(0, 8), (8, 2)]) == ["x.vol00+8.par2", "x.vol08+2.par2"]
@@ -71,12 +77,12 @@ def test_a_volume_whose_size_fits_no_par2cmdline_layout_leaves_the_set_unnamed()
     read = read_par2(index)
     one, two = par2_volume(index, 0, 1), par2_volume(index, 1, 2)
     volumes = {
-        "v1": Volume(recovery_head(one[:1000]), len(one)),
-        "v2": Volume(recovery_head(two[:1000]), len(two)),
+        "v1": Volume(_head(one[:1000]), len(one)),
+        "v2": Volume(_head(two[:1000]), len(two)),
     }
     assert name_volumes("b", volumes, read) == {"v1": "b.vol0+1.par2", "v2": "b.vol1+2.par2"}
-    assert block_count(Volume(recovery_head(two[:1000]), len(two) + 4), read) is None
-    volumes["v2"] = Volume(recovery_head(two[:1000]), len(two) + 4)
+    assert block_count(Volume(_head(two[:1000]), len(two) + 4), read) is None
+    volumes["v2"] = Volume(_head(two[:1000]), len(two) + 4)
     assert name_volumes("b", volumes, read) == {}
 
 
@@ -91,9 +97,7 @@ def test_a_damaged_packet_or_another_set_tells_nothing() -> None:
     assert recovery_head(b"not a par2 file") is None
     _, other = sample_set(random.Random(3), "Seven.Bridges.2012.720p.BluRay.x264-GRP")
     stranger = par2_volume(other, 0, 1)
-    assert (
-        name_volumes("b", {"v": Volume(recovery_head(stranger[:900]), len(stranger))}, read_par2(index)) == {}
-    )
+    assert name_volumes("b", {"v": Volume(_head(stranger[:900]), len(stranger))}, read_par2(index)) == {}
 
 
 def test_a_bursts_volumes_are_named_by_their_slices() -> None:
