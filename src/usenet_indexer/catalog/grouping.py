@@ -18,7 +18,11 @@ Loose runs (indexing/runs.py: binary-sized articles under fully random subjects)
 be a release (``runs.worth_joining``) joined into one release of the catalog (``join_runs``), queued for
 the probe, which splits it into files and releases by their bodies; its runs deleted and their keys
 kept as its aliases (the batch store drops a run indexed again). A burst that may not be a release
-(text, spam) is deleted.
+(text, spam) is deleted. So is a burst that ``Retention`` lets go (indexing/grouping.py: its articles
+expired from the server, or at the space cap waiting on history that will not be read): runs wait
+outside the catalog, and nothing else would ever remove them. Here, not in the clean-up loop, because
+this pass already holds the group's merge locks and the bursts: a burst is let go whole, and no batch
+adds a run to it meanwhile.
 
 A pass takes at most ``max_members`` loose releases per group (then says there is more), so that a
 catalog from before grouping existed is worked through in transactions of bounded length.
@@ -26,6 +30,7 @@ catalog from before grouping existed is worked through in transactions of bounde
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from usenet_indexer.catalog.batch_store import (
@@ -46,6 +51,7 @@ from usenet_indexer.indexing.grouping import (
     LaneState,
     LooseFile,
     RangeState,
+    Retention,
     Settled,
     bursts,
     group_loose,
@@ -69,6 +75,7 @@ class GroupingRound:
     alone: int = 0  # loose releases settled alone
     bursts: int = 0  # releases joined from loose runs (to probe)
     dropped: int = 0  # loose runs deleted: bursts that are no release (text, spam)
+    expired: int = 0  # loose runs deleted by retention or the space cap (``Retention``)
     more: bool = False
 
 
@@ -138,10 +145,18 @@ def loose_runs(tx: Tx, group_name: str) -> tuple[list[LooseFile], dict[str, tupl
 
 
 class Grouper:
-    def __init__(self, db: Database, *, fence: Fence | None = None, max_members: int = MAX_MEMBERS) -> None:
+    def __init__(
+        self,
+        db: Database,
+        *,
+        fence: Fence | None = None,
+        max_members: int = MAX_MEMBERS,
+        full: Callable[[], bool] = lambda: False,
+    ) -> None:
         self.db = db
         self.fence = fence  # the grouping loop's (coordinator/loops.py)
         self.max_members = max_members
+        self.full = full  # the catalog at its space cap (catalog/space.py CatalogSpace.full)
 
     def work(self) -> bool:
         """One pass over every group with loose releases; True when a group had more than one pass takes."""
@@ -161,6 +176,7 @@ class Grouper:
             total.alone += one.alone
             total.bursts += runs.bursts
             total.dropped += runs.dropped
+            total.expired += runs.expired
             total.more = total.more or one.more or runs.more
         return total
 
@@ -222,8 +238,10 @@ class Grouper:
         return out
 
     def runs(self, group_name: str) -> GroupingRound:
-        """The group's final bursts of loose runs joined into releases to probe, or deleted."""
+        """The group's final bursts of loose runs joined into releases to probe, or deleted; and the
+        bursts ``Retention`` lets go, deleted."""
         out = GroupingRound()
+        full = self.full()  # before the transaction: sizing the database is a query of its own
         with self.db.transaction(fence=self.fence) as tx:
             group = tx.one("group_by_name", {"name": group_name})
             if group is None:
@@ -233,15 +251,26 @@ class Grouper:
             if not files:
                 return out
             settled = settled_of(tx, group, files)
+            retention = Retention(
+                low_water=None if group["low_water"] is None else int(group["low_water"]),
+                high_water=None if group["high_water"] is None else int(group["high_water"]),
+                full=full,
+            )
             taken = 0
             for burst in bursts(files):
-                if not settled.final(burst):
+                final = settled.final(burst)
+                gone = retention.lets_go(burst, final)
+                if not final and not gone:
                     continue
                 if taken and taken + len(burst) > self.max_members:
                     out.more = True
                     break
                 taken += len(burst)
                 keys = sorted(f.key for f in burst)
+                if gone:
+                    tx.executemany("run_delete", [{"key": k} for k in keys])
+                    out.expired += len(keys)
+                    continue
                 counts = [sizes[k] for k in keys]
                 if not worth_joining(sum(n for n, _ in counts), max(largest for _, largest in counts)):
                     tx.executemany("run_delete", [{"key": k} for k in keys])
@@ -251,8 +280,9 @@ class Grouper:
                 release = join_runs([stored_run(r) for r in rows])
                 self._store_burst(tx, release, tuple(keys), group_name)
                 out.bursts += 1
-        if out.bursts or out.dropped:
-            log.info("grouping.runs", group=group_name, releases=out.bursts, dropped=out.dropped)
+        if out.bursts or out.dropped or out.expired:
+            tally = {"releases": out.bursts, "dropped": out.dropped, "expired": out.expired}
+            log.info("grouping.runs", group=group_name, **tally)
         return out
 
     def _store_burst(self, tx: Tx, release: ReleaseFragment, runs: tuple[str, ...], group_name: str) -> None:

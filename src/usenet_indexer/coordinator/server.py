@@ -124,7 +124,7 @@ def background_loops(services: Services, news: NewsService | None = None) -> Loo
     )
     runner.add("finish-abandoned", min(30.0, ttl / 2), cleanup.finish_abandoned)
     runner.add("spool-cleanup", settings.cleanup_period_seconds, cleanup.sweep)
-    grouper = Grouper(services.db, fence=runner.fence("grouping"))
+    grouper = Grouper(services.db, fence=runner.fence("grouping"), full=services.space.full)
     runner.add("grouping", settings.grouping_period_seconds, grouper.work)
     servers = settings.news_servers()
     if news is None and servers:
