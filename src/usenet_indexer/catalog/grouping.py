@@ -302,7 +302,7 @@ class Grouper:
                 merged = replace(merged, file_total=len(merged.files) + 1, obfuscated=True)
             tx.execute("release_update", {**release_row(merged, group_name), "id": held[0]["id"]})
         else:
-            tx.execute("release_insert", release_row(release, group_name))
+            insert_releases(tx, [release_row(release, group_name)])
         if grown:
             tx.execute("probe_again", {"key": release.key})
         for key in runs:
