@@ -11,7 +11,8 @@ takes), so that no batch storing into these releases runs between the reading an
 3. each joined release inserted under its key, its members deleted, their keys kept as its aliases
    (the batch store merges a member's later fragment into it), their probes forgotten and the joined
    release queued for the probe (catalog/probe.py names it from its bodies);
-4. the loose releases of final bursts that nothing joins marked ``loose_settled``: never read again.
+4. the loose releases of final bursts that nothing joins marked ``loose_settled``: never read again;
+   so are those of a burst that ``Retention`` lets go (below).
 
 Loose runs (indexing/runs.py: binary-sized articles under fully random subjects) are read alike, from
 ``loose_runs``: the runs of one poster chained into bursts by the same gaps, and a final burst that may
@@ -75,7 +76,7 @@ class GroupingRound:
     alone: int = 0  # loose releases settled alone
     bursts: int = 0  # releases joined from loose runs (to probe)
     dropped: int = 0  # loose runs deleted: bursts that are no release (text, spam)
-    expired: int = 0  # loose runs deleted by retention or the space cap (``Retention``)
+    expired: int = 0  # let go by retention or the space cap (``Retention``): runs deleted, files settled
     more: bool = False
 
 
@@ -107,6 +108,14 @@ def settled_of(tx: Tx, group: Row, files: list[LooseFile]) -> Settled:
         lanes,
         high_water=None if high is None else int(high),
         quiet_before=None if now is None else now - GAP_SECONDS - PROPAGATION_SECONDS,
+    )
+
+
+def retention_of(group: Row, full: bool) -> Retention:
+    """What lets a group's loose files and runs go without their bursts final (``Retention``)."""
+    low, high = group["low_water"], group["high_water"]
+    return Retention(
+        low_water=None if low is None else int(low), high_water=None if high is None else int(high), full=full
     )
 
 
@@ -174,6 +183,7 @@ class Grouper:
             total.joined += one.joined
             total.members += one.members
             total.alone += one.alone
+            total.expired += one.expired
             total.bursts += runs.bursts
             total.dropped += runs.dropped
             total.expired += runs.expired
@@ -199,6 +209,7 @@ class Grouper:
 
     def group(self, group_name: str) -> GroupingRound:
         out = GroupingRound()
+        full = self.full()  # before the transaction: sizing the database is a query of its own
         with self.db.transaction(fence=self.fence) as tx:
             group = tx.one("group_by_name", {"name": group_name})
             if group is None:
@@ -211,14 +222,20 @@ class Grouper:
             if not files:
                 return out
             settled = settled_of(tx, group, files)
+            retention = retention_of(group, full)
             keys: list[str] = []
+            let_go: list[str] = []
             for burst in bursts(files):
-                if not settled.final(burst):
+                final = settled.final(burst)
+                if not final and not retention.lets_go(burst, final):
                     continue
-                if keys and len(keys) + len(burst) > self.max_members:
+                if len(keys) + len(let_go) and len(keys) + len(let_go) + len(burst) > self.max_members:
                     out.more = True
                     break
-                keys.extend(f.key for f in burst)
+                (keys if final else let_go).extend(f.key for f in burst)
+            # Let go: settled alone, never read again (they stay releases of the catalog).
+            tx.executemany("release_loose_settle", [{"key": k} for k in let_go])
+            out.expired += len(let_go)
             if not keys:
                 return out
             rows = tx.run("releases_by_keys", {"keys": tx.array(sorted(keys))})
@@ -233,8 +250,9 @@ class Grouper:
             alone = sorted({r.key for r in releases} - joined_keys)
             tx.executemany("release_loose_settle", [{"key": k} for k in alone])
             out.alone = len(alone)
-        if out.joined:
-            log.info("grouping.joined", group=group_name, releases=out.joined, files=out.members)
+        if out.joined or out.expired:
+            counts = {"releases": out.joined, "files": out.members, "let_go": out.expired}
+            log.info("grouping.joined", group=group_name, **counts)
         return out
 
     def runs(self, group_name: str) -> GroupingRound:
@@ -251,11 +269,7 @@ class Grouper:
             if not files:
                 return out
             settled = settled_of(tx, group, files)
-            retention = Retention(
-                low_water=None if group["low_water"] is None else int(group["low_water"]),
-                high_water=None if group["high_water"] is None else int(group["high_water"]),
-                full=full,
-            )
+            retention = retention_of(group, full)
             taken = 0
             for burst in bursts(files):
                 final = settled.final(burst)

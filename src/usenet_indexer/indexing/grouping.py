@@ -339,12 +339,14 @@ class Settled:
 
 @dataclass(frozen=True, slots=True)
 class Retention:
-    """Which bursts of loose runs (indexing/runs.py) are let go without being final (catalog/grouping.py).
+    """Which bursts of loose files and runs are let go without being final (catalog/grouping.py): a
+    burst of runs is deleted, one of loose files settled alone (they stay releases of the catalog).
 
-    Runs wait outside the catalog for their burst to be final; one that never is would wait for good,
-    and on a real feed ``loose_runs`` grew with every loose article that never became a release. A
-    burst is let go only whole (a run of a burst still growing is never taken from it), by the rules
-    that already bound what is indexed:
+    Runs (indexing/runs.py) wait outside the catalog for their burst to be final; one that never is
+    would wait for good, and on a real feed ``loose_runs`` grew with every loose article that never
+    became a release (and a loose file was read again by every pass). A burst is let go only whole (a
+    run or file of a burst still growing is never taken from it), by the rules that already bound
+    what is indexed:
 
     - retention (the planner's): every article of the burst below the server's low watermark. Its
       bodies are gone, so a probe could not name it nor a downloader fetch it, final or not.

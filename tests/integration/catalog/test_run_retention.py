@@ -1,19 +1,25 @@
-"""Loose runs let go (issue 16), on both stores: a burst of runs wholly below the server's low watermark
-is deleted by retention, one waiting on history more than a window's horizon below the high watermark
-by the space cap; recent bursts are kept, and a burst that reaches past either bound keeps every run
-and is joined whole once its stretch is indexed."""
+"""Loose runs and files let go (issue 16), on both stores: a burst of runs wholly below the server's low
+watermark is deleted by retention, one waiting on history more than a window's horizon below the high
+watermark by the space cap; recent bursts are kept, and a burst that reaches past either bound keeps
+every run and is joined whole once its stretch is indexed. Loose files let go by the cap are settled
+alone and stay in the catalog."""
 
 from __future__ import annotations
 
+import random
 import time
 from pathlib import Path
 
+from tests.support.obfuscated import plan_random, post_random
 from tests.support.store import query, services_for
-from usenet_indexer.catalog.batch_store import lock_merges, store_runs
+from usenet_indexer.catalog.batch_store import lock_merges, store_batch, store_runs
 from usenet_indexer.catalog.grouping import Grouper
+from usenet_indexer.coordinator.services import Services
 from usenet_indexer.db import Database
-from usenet_indexer.indexing import unpack_segments
+from usenet_indexer.indexing import RangeIndexer, default_rules, unpack_segments
+from usenet_indexer.indexing.grouping import is_loose
 from usenet_indexer.indexing.runs import LooseArticle, fold
+from usenet_indexer.indexing.sample import chunk_text, overview_line
 from usenet_indexer.indexing.window import DEFAULT_HORIZON
 
 GROUP = "alt.binaries.loose.runs"
@@ -103,5 +109,48 @@ def test_old_runs_go_by_retention_and_the_space_cap_and_bursts_reaching_past_sta
         assert done.bursts == len(kept) and done.expired == 0
         assert sorted(released(services.db), key=sorted) == sorted(kept.values(), key=sorted)
         assert query(services.db, "SELECT count(*) AS n FROM loose_runs") == [{"n": 0}]
+    finally:
+        services.close()
+
+
+def store_loose_files(services: Services, first: int, poster: str, seed: int) -> set[str]:
+    """Per-file random releases of one poster posted from article ``first`` and stored (loose files
+    of the catalog, their bursts not final: no range is read); their keys."""
+    rng = random.Random(seed)
+    posting = post_random(plan_random(rng, 2, posters=(poster,)), rng, group=GROUP, first=first)
+    lines = [overview_line(a) for a in posting.posting.articles]
+    last = posting.posting.last
+    indexer = RangeIndexer(GROUP, first, last, first, default_rules())
+    indexer.add_text(chunk_text(lines), last + 1)
+    indexer.finish()
+    batch = indexer.take()
+    with services.db.transaction() as tx:
+        store_batch(tx, int(tx.run("group_by_name", {"name": GROUP})[0]["id"]), GROUP, batch)
+    return {f.key for f in batch.fragments if is_loose(f)}
+
+
+def test_loose_files_waiting_on_history_at_the_cap_are_settled_alone_and_kept(
+    database_url: str, tmp_path: Path
+) -> None:
+    services = services_for(
+        database_url, tmp_path, range_articles=1_000_000, chunk_articles=20_000, catalog_cap_bytes=1
+    )
+    services.rules.ensure_default()
+    try:
+        services.groups.add(GROUP)
+        services.groups.plan(GROUP, LOW, HIGH)
+        stale = store_loose_files(services, AT_CAP - 500_000, "stale@example.com", 1)
+        recent = store_loose_files(services, HIGH - 100_000, "recent@example.com", 2)
+        assert stale and recent
+
+        def settled() -> set[str]:
+            return {str(r["key"]) for r in query(services.db, "SELECT key FROM releases WHERE loose_settled")}
+
+        before = query(services.db, "SELECT count(*) AS n FROM releases")
+        assert Grouper(services.db).run_once().expired == 0 and settled() == set()  # below the cap
+        done = Grouper(services.db, full=services.space.full).run_once()
+        assert done.expired == len(stale) and done.joined == 0
+        assert settled() == stale  # the recent ones still wait for their bursts
+        assert query(services.db, "SELECT count(*) AS n FROM releases") == before  # none removed
     finally:
         services.close()
