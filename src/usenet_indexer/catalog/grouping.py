@@ -229,7 +229,8 @@ class Grouper:
                 final = settled.final(burst)
                 if not final and not retention.lets_go(burst, final):
                     continue
-                if len(keys) + len(let_go) and len(keys) + len(let_go) + len(burst) > self.max_members:
+                taken = len(keys) + len(let_go)
+                if taken and taken + len(burst) > self.max_members:
                     out.more = True
                     break
                 (keys if final else let_go).extend(f.key for f in burst)
