@@ -291,6 +291,7 @@ def main() -> None:
         if args.probe_compare:  # first, so that the run judged below is the last one (warm caches alike)
             (Path(tmp) / "off").mkdir()
             off = index_sample(feed, Path(tmp) / "off", args.workers, probe=False)
+            without = judge(truth, *read_catalog(off.database, feed)[:2])["all"]  # what the probe buys
         indexed = index_sample(feed, Path(tmp), args.workers)
         seconds = indexed.seconds
         rows, holders, strays, probes = read_catalog(indexed.database, feed)
@@ -309,6 +310,13 @@ def main() -> None:
         ratios = {k: cpu["probe"][k] / cpu["no_probe"][k] for k in cpu["probe"] if cpu["no_probe"][k]}
         print("probe on / off: " + ", ".join(f"{k} {v:.2f}" for k, v in ratios.items()))
     table = judge(truth, rows, holders)
+    if args.probe_compare:
+        print(
+            "complete and named, of all posted: probe on "
+            f"{table['all']['complete_and_named']:,}, off {without['complete_and_named']:,} "
+            f"(of {table['all']['posted']:,}); named wrongly: on {table['all']['named_wrongly']:,}, "
+            f"off {without['named_wrongly']:,}"
+        )
     mixed = sum(len(row.releases) > 1 for row in rows)
     print(
         f"run --exit-when-done: {seconds:.1f} s, {args.workers} workers; the catalog holds {len(rows):,} "
@@ -339,6 +347,7 @@ def main() -> None:
             **{f"complete_and_named_{style}": share(table[style], "complete_and_named") for style in table},
             "named_wrongly": table["all"]["named_wrongly"],
             "probes": probes,
+            **({"complete_and_named_probe_off": without["complete_and_named"]} if args.probe_compare else {}),
             "cpu_us_per_header": {mode: {k: round(v, 2) for k, v in f.items()} for mode, f in cpu.items()},
             "styles": table,
         }
