@@ -196,7 +196,6 @@ def interleave(script: Interleaving, world: World, how: str, at: int) -> list[Ac
         second = script.spawn(other, work[other])
         script.run(second)
         actors = [first, second]
-        print([(a.name, a.state, a.statements) for a in actors], flush=True)
         script.free_all(actors)
         return actors
     rng = random.Random(at)
