@@ -32,6 +32,7 @@ The last line printed is one JSON object with the figures.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import sqlite3
@@ -50,7 +51,7 @@ sys.path[:0] = [str(ROOT), str(ROOT.parent)]
 
 from tests.e2e.processes import settings_env
 
-from _common import emit
+from _common import cpu_with_reaped, emit
 from usenet_indexer.catalog.nzbs import nzb_bytes
 from usenet_indexer.indexing import unpack_segments
 from usenet_indexer.indexing.naming import clean_name, normalise
@@ -63,10 +64,23 @@ CROSS_POSTED = "cross-posted"  # a row of its own: releases of any style posted 
 _QUOTED = re.compile(r'"([^"]+)"')
 
 
-def index_sample(feed: SampleFeed, folder: Path, workers: int) -> tuple[Path, float]:
-    """``groups add`` and ``run --exit-when-done`` against the feed; the SQLite file and run's seconds."""
+@dataclass
+class Indexed:
+    """One ``run --exit-when-done``: its SQLite file, seconds, and CPU seconds per process: run's own
+    (the coordinator), its workers' (reaped by run: read from run's zombie, as bench/e2e.py does), and
+    the sample news server's (a thread of this process, which only waits meanwhile)."""
+
+    database: Path
+    seconds: float
+    coordinator_s: float
+    workers_s: float
+    news_server_s: float
+
+
+def index_sample(feed: SampleFeed, folder: Path, workers: int, *, probe: bool = True) -> Indexed:
+    """``groups add`` and ``run --exit-when-done`` against the feed (``probe``: the probe loop on)."""
     database = folder / "catalog.db"
-    env = settings_env(f"sqlite:///{database}", folder / "data", **DEMO_SETTINGS)
+    env = settings_env(f"sqlite:///{database}", folder / "data", **DEMO_SETTINGS, probe_bodies=probe)
     with SampleServer(feed) as server:
         for name in feed.groups:
             subprocess.run(
@@ -76,9 +90,10 @@ def index_sample(feed: SampleFeed, folder: Path, workers: int) -> tuple[Path, fl
                 capture_output=True,
             )
         began = time.monotonic()
+        served = time.process_time()
         log = folder / "run.log"
         with log.open("wb") as out:
-            done = subprocess.run(
+            process = subprocess.Popen(
                 [
                     sys.executable,
                     "-m",
@@ -96,12 +111,19 @@ def index_sample(feed: SampleFeed, folder: Path, workers: int) -> tuple[Path, fl
                 env=env,
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                timeout=1800,
             )
+        # Wait without reaping (WNOWAIT): run's zombie still shows its own CPU and its reaped workers'.
+        while os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+            if time.monotonic() - began > 1800:
+                process.kill()
+            time.sleep(0.05)
         seconds = time.monotonic() - began
-    if done.returncode != 0:
-        raise SystemExit(f"run failed ({done.returncode}):\n{log.read_text()[-4000:]}")
-    return database, seconds
+        times = cpu_with_reaped(process.pid)
+        code = process.wait()
+        news_server = time.process_time() - served
+    if code != 0 or times is None:
+        raise SystemExit(f"run failed ({code}):\n{log.read_text()[-4000:]}")
+    return Indexed(database, seconds, times[0], times[1], news_server)
 
 
 @dataclass
@@ -244,6 +266,19 @@ def show(table: dict[str, dict[str, int]]) -> None:
         print(f"{style:<16}" + "".join(cells))
 
 
+def per_header(run: Indexed, headers: int) -> dict[str, float]:
+    """Core-µs per header posted, per process (and the run's seconds, as ``run_s``)."""
+    figures = {
+        "coordinator": run.coordinator_s,
+        "workers": run.workers_s,
+        "news_server": run.news_server_s,
+    }
+    out = {k: v / headers * 1e6 for k, v in figures.items()}
+    out["ours"] = out["coordinator"] + out["workers"]
+    out["run_s"] = run.seconds
+    return out
+
+
 def share(counts: dict[str, int], name: str) -> float:
     return round(counts[name] / counts["posted"], 3) if counts["posted"] else 0.0
 
@@ -254,6 +289,11 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=None, help="sample size relative to the demo's")
     parser.add_argument("--workers", type=int, default=2, help="edge worker processes")
     parser.add_argument("--keep", type=Path, default=None, help="copy the catalog (SQLite) to this file")
+    parser.add_argument(
+        "--probe-compare",
+        action="store_true",
+        help="run once more first with the probe off (probe_bodies=false): CPU per header, on / off",
+    )
     args = parser.parse_args()
     scale = args.scale or (0.1 if args.quick else 1.0)
     began = time.process_time()
@@ -265,11 +305,35 @@ def main() -> None:
         f"(generated in {generated:.2f} s CPU)"
     )
     with tempfile.TemporaryDirectory(prefix="uibench-obfuscation") as tmp:
-        database, seconds = index_sample(feed, Path(tmp), args.workers)
-        rows, holders, strays, probes = read_catalog(database, feed)
+        if args.probe_compare:  # first, so that the run judged below is the last one (warm caches alike)
+            (Path(tmp) / "off").mkdir()
+            off = index_sample(feed, Path(tmp) / "off", args.workers, probe=False)
+            without = judge(truth, *read_catalog(off.database, feed)[:2])["all"]  # what the probe buys
+        indexed = index_sample(feed, Path(tmp), args.workers)
+        seconds = indexed.seconds
+        rows, holders, strays, probes = read_catalog(indexed.database, feed)
         if args.keep is not None:
-            shutil.copyfile(database, args.keep)
+            shutil.copyfile(indexed.database, args.keep)
+    cpu = {"probe": per_header(indexed, feed.articles())}
+    if args.probe_compare:
+        cpu["no_probe"] = per_header(off, feed.articles())
+    for mode, figures in cpu.items():
+        print(
+            f"{mode}: core-µs per header: "
+            + ", ".join(f"{process} {value:.2f}" for process, value in figures.items() if process != "run_s")
+            + f"; run {figures['run_s']:.1f} s"
+        )
+    if args.probe_compare:
+        ratios = {k: cpu["probe"][k] / cpu["no_probe"][k] for k in cpu["probe"] if cpu["no_probe"][k]}
+        print("probe on / off: " + ", ".join(f"{k} {v:.2f}" for k, v in ratios.items()))
     table = judge(truth, rows, holders)
+    if args.probe_compare:
+        print(
+            "complete and named, of all posted: probe on "
+            f"{table['all']['complete_and_named']:,}, off {without['complete_and_named']:,} "
+            f"(of {table['all']['posted']:,}); named wrongly: on {table['all']['named_wrongly']:,}, "
+            f"off {without['named_wrongly']:,}"
+        )
     mixed = sum(len(row.releases) > 1 for row in rows)
     print(
         f"run --exit-when-done: {seconds:.1f} s, {args.workers} workers; the catalog holds {len(rows):,} "
@@ -309,6 +373,8 @@ def main() -> None:
             **{f"complete_and_named_{style}": share(table[style], "complete_and_named") for style in table},
             "named_wrongly": table["all"]["named_wrongly"],
             "probes": probes,
+            **({"complete_and_named_probe_off": without["complete_and_named"]} if args.probe_compare else {}),
+            "cpu_us_per_header": {mode: {k: round(v, 2) for k, v in f.items()} for mode, f in cpu.items()},
             "styles": table,
         }
     )

@@ -158,6 +158,9 @@ class Settings(BaseSettings):
     prefetch_idle_seconds: float = Field(default=1.0, gt=0, description="Between rounds with nothing to do")
     corpus_fill_period_seconds: float = Field(default=30.0, gt=0)
     probe_period_seconds: float = Field(default=30.0, gt=0, description="Obfuscated releases' PAR2 probes")
+    # Off: no body is fetched, obfuscated releases keep the names their subjects give (a news account
+    # whose bandwidth is counted; bench/obfuscation.py --probe-compare measures what probing costs).
+    probe_bodies: bool = Field(default=True, description="Name obfuscated releases from their bodies")
     grouping_period_seconds: float = Field(
         default=10.0, gt=0, description="Loose files (per-file random names) joined into releases"
     )

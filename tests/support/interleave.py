@@ -288,6 +288,8 @@ class Interleaving:
 
     def _release(self, actor: Actor, forever: bool = False) -> None:
         with self._changed:
+            if actor.done:
+                return  # ended meanwhile (``free_all`` frees each again): marked running, it never ends
             actor.free = actor.free or forever
             actor.state = "running"
             actor.go.set()

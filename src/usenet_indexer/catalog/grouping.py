@@ -11,14 +11,19 @@ takes), so that no batch storing into these releases runs between the reading an
 3. each joined release inserted under its key, its members deleted, their keys kept as its aliases
    (the batch store merges a member's later fragment into it), their probes forgotten and the joined
    release queued for the probe (catalog/probe.py names it from its bodies);
-4. the loose releases of final bursts that nothing joins marked ``loose_settled``: never read again.
+4. the loose releases of final bursts that nothing joins marked ``loose_settled``: never read again;
+   so are those of a burst that ``Retention`` lets go (below).
 
 Loose runs (indexing/runs.py: binary-sized articles under fully random subjects) are read alike, from
 ``loose_runs``: the runs of one poster chained into bursts by the same gaps, and a final burst that may
 be a release (``runs.worth_joining``) joined into one release of the catalog (``join_runs``), queued for
 the probe, which splits it into files and releases by their bodies; its runs deleted and their keys
 kept as its aliases (the batch store drops a run indexed again). A burst that may not be a release
-(text, spam) is deleted.
+(text, spam) is deleted. So is a burst that ``Retention`` lets go (indexing/grouping.py: its articles
+expired from the server, or at the space cap waiting on history that will not be read): runs wait
+outside the catalog, and nothing else would ever remove them. Here, not in the clean-up loop, because
+this pass already holds the group's merge locks and the bursts: a burst is let go whole, and no batch
+adds a run to it meanwhile.
 
 A pass takes at most ``max_members`` loose releases per group (then says there is more), so that a
 catalog from before grouping existed is worked through in transactions of bounded length.
@@ -26,6 +31,7 @@ catalog from before grouping existed is worked through in transactions of bounde
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from usenet_indexer.catalog.batch_store import (
@@ -46,6 +52,7 @@ from usenet_indexer.indexing.grouping import (
     LaneState,
     LooseFile,
     RangeState,
+    Retention,
     Settled,
     bursts,
     group_loose,
@@ -69,6 +76,7 @@ class GroupingRound:
     alone: int = 0  # loose releases settled alone
     bursts: int = 0  # releases joined from loose runs (to probe)
     dropped: int = 0  # loose runs deleted: bursts that are no release (text, spam)
+    expired: int = 0  # let go by retention or the space cap (``Retention``): runs deleted, files settled
     more: bool = False
 
 
@@ -100,6 +108,14 @@ def settled_of(tx: Tx, group: Row, files: list[LooseFile]) -> Settled:
         lanes,
         high_water=None if high is None else int(high),
         quiet_before=None if now is None else now - GAP_SECONDS - PROPAGATION_SECONDS,
+    )
+
+
+def retention_of(group: Row, full: bool) -> Retention:
+    """What lets a group's loose files and runs go without their bursts final (``Retention``)."""
+    low, high = group["low_water"], group["high_water"]
+    return Retention(
+        low_water=None if low is None else int(low), high_water=None if high is None else int(high), full=full
     )
 
 
@@ -138,10 +154,18 @@ def loose_runs(tx: Tx, group_name: str) -> tuple[list[LooseFile], dict[str, tupl
 
 
 class Grouper:
-    def __init__(self, db: Database, *, fence: Fence | None = None, max_members: int = MAX_MEMBERS) -> None:
+    def __init__(
+        self,
+        db: Database,
+        *,
+        fence: Fence | None = None,
+        max_members: int = MAX_MEMBERS,
+        full: Callable[[], bool] = lambda: False,
+    ) -> None:
         self.db = db
         self.fence = fence  # the grouping loop's (coordinator/loops.py)
         self.max_members = max_members
+        self.full = full  # the catalog at its space cap (catalog/space.py CatalogSpace.full)
 
     def work(self) -> bool:
         """One pass over every group with loose releases; True when a group had more than one pass takes."""
@@ -159,8 +183,10 @@ class Grouper:
             total.joined += one.joined
             total.members += one.members
             total.alone += one.alone
+            total.expired += one.expired
             total.bursts += runs.bursts
             total.dropped += runs.dropped
+            total.expired += runs.expired
             total.more = total.more or one.more or runs.more
         return total
 
@@ -183,6 +209,7 @@ class Grouper:
 
     def group(self, group_name: str) -> GroupingRound:
         out = GroupingRound()
+        full = self.full()  # before the transaction: sizing the database is a query of its own
         with self.db.transaction(fence=self.fence) as tx:
             group = tx.one("group_by_name", {"name": group_name})
             if group is None:
@@ -195,14 +222,21 @@ class Grouper:
             if not files:
                 return out
             settled = settled_of(tx, group, files)
+            retention = retention_of(group, full)
             keys: list[str] = []
+            let_go: list[str] = []
             for burst in bursts(files):
-                if not settled.final(burst):
+                final = settled.final(burst)
+                if not final and not retention.lets_go(burst, final):
                     continue
-                if keys and len(keys) + len(burst) > self.max_members:
+                taken = len(keys) + len(let_go)
+                if taken and taken + len(burst) > self.max_members:
                     out.more = True
                     break
-                keys.extend(f.key for f in burst)
+                (keys if final else let_go).extend(f.key for f in burst)
+            # Let go: settled alone, never read again (they stay releases of the catalog).
+            tx.executemany("release_loose_settle", [{"key": k} for k in let_go])
+            out.expired += len(let_go)
             if not keys:
                 return out
             rows = tx.run("releases_by_keys", {"keys": tx.array(sorted(keys))})
@@ -217,13 +251,16 @@ class Grouper:
             alone = sorted({r.key for r in releases} - joined_keys)
             tx.executemany("release_loose_settle", [{"key": k} for k in alone])
             out.alone = len(alone)
-        if out.joined:
-            log.info("grouping.joined", group=group_name, releases=out.joined, files=out.members)
+        if out.joined or out.expired:
+            counts = {"releases": out.joined, "files": out.members, "let_go": out.expired}
+            log.info("grouping.joined", group=group_name, **counts)
         return out
 
     def runs(self, group_name: str) -> GroupingRound:
-        """The group's final bursts of loose runs joined into releases to probe, or deleted."""
+        """The group's final bursts of loose runs joined into releases to probe, or deleted; and the
+        bursts ``Retention`` lets go, deleted."""
         out = GroupingRound()
+        full = self.full()  # before the transaction: sizing the database is a query of its own
         with self.db.transaction(fence=self.fence) as tx:
             group = tx.one("group_by_name", {"name": group_name})
             if group is None:
@@ -233,15 +270,22 @@ class Grouper:
             if not files:
                 return out
             settled = settled_of(tx, group, files)
+            retention = retention_of(group, full)
             taken = 0
             for burst in bursts(files):
-                if not settled.final(burst):
+                final = settled.final(burst)
+                gone = retention.lets_go(burst, final)
+                if not final and not gone:
                     continue
                 if taken and taken + len(burst) > self.max_members:
                     out.more = True
                     break
                 taken += len(burst)
                 keys = sorted(f.key for f in burst)
+                if gone:
+                    tx.executemany("run_delete", [{"key": k} for k in keys])
+                    out.expired += len(keys)
+                    continue
                 counts = [sizes[k] for k in keys]
                 if not worth_joining(sum(n for n, _ in counts), max(largest for _, largest in counts)):
                     tx.executemany("run_delete", [{"key": k} for k in keys])
@@ -251,8 +295,9 @@ class Grouper:
                 release = join_runs([stored_run(r) for r in rows])
                 self._store_burst(tx, release, tuple(keys), group_name)
                 out.bursts += 1
-        if out.bursts or out.dropped:
-            log.info("grouping.runs", group=group_name, releases=out.bursts, dropped=out.dropped)
+        if out.bursts or out.dropped or out.expired:
+            tally = {"releases": out.bursts, "dropped": out.dropped, "expired": out.expired}
+            log.info("grouping.runs", group=group_name, **tally)
         return out
 
     def _store_burst(self, tx: Tx, release: ReleaseFragment, runs: tuple[str, ...], group_name: str) -> None:
@@ -272,7 +317,7 @@ class Grouper:
                 merged = replace(merged, file_total=len(merged.files) + 1, obfuscated=True)
             tx.execute("release_update", {**release_row(merged, group_name), "id": held[0]["id"]})
         else:
-            tx.execute("release_insert", release_row(release, group_name))
+            insert_releases(tx, [release_row(release, group_name)])
         if grown:
             tx.execute("probe_again", {"key": release.key})
         for key in runs:

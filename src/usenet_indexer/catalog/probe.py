@@ -33,7 +33,13 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from usenet_indexer.catalog.batch_store import lock_merges, release_row, search_name, stored_fragment
+from usenet_indexer.catalog.batch_store import (
+    insert_releases,
+    lock_merges,
+    release_row,
+    search_name,
+    stored_fragment,
+)
 from usenet_indexer.db import Database, Tx
 from usenet_indexer.db.database import Fence
 from usenet_indexer.indexing import pack_segments, unpack_segments
@@ -444,7 +450,7 @@ class Prober:
                     tx.execute("release_update", {**release_row(merged, group_name), "id": held[0]["id"]})
                     files = merged.files
                 else:
-                    tx.execute("release_insert", release_row(fragment, group_name))
+                    insert_releases(tx, [release_row(fragment, group_name)])
                     files = fragment.files
                 category = categorize(release.name, [f.name for f in files])
                 tx.execute(

@@ -1,4 +1,6 @@
-"""Is the catalog at its space cap? Then only tail and stored ranges are leased (seed 000)."""
+"""Is the catalog at its space cap? Then only tail and stored ranges are leased (seed 000), and loose
+runs and files waiting on history that will not be read are let go (indexing/grouping.py
+``Retention``)."""
 
 from __future__ import annotations
 

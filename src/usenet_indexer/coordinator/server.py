@@ -109,7 +109,8 @@ def create_app(services: Services) -> FastAPI:
 
 def background_loops(services: Services, news: NewsService | None = None) -> LoopRunner:
     """The coordinator's loops; with a news server configured (or ``news`` given) also the planner,
-    the prefetcher, the corpus fill and the probe, which share one connection pool (coordinator/news.py)."""
+    the prefetcher, the corpus fill and the probe (unless ``probe_bodies`` is off), which share one
+    connection pool (coordinator/news.py)."""
     settings = services.settings
     ttl = settings.lease_ttl_seconds
     ownership = OwnershipLeases(
@@ -124,7 +125,7 @@ def background_loops(services: Services, news: NewsService | None = None) -> Loo
     )
     runner.add("finish-abandoned", min(30.0, ttl / 2), cleanup.finish_abandoned)
     runner.add("spool-cleanup", settings.cleanup_period_seconds, cleanup.sweep)
-    grouper = Grouper(services.db, fence=runner.fence("grouping"))
+    grouper = Grouper(services.db, fence=runner.fence("grouping"), full=services.space.full)
     runner.add("grouping", settings.grouping_period_seconds, grouper.work)
     servers = settings.news_servers()
     if news is None and servers:
@@ -136,7 +137,9 @@ def background_loops(services: Services, news: NewsService | None = None) -> Loo
         runner.add("planner", settings.planner_period_seconds, planner.work)
         runner.add("prefetcher", settings.prefetch_idle_seconds, prefetcher.work)
         runner.add("corpus-fill", settings.corpus_fill_period_seconds, corpus_fill.work)
-        runner.add("probe", settings.probe_period_seconds, probe_work(services, news, runner.fence("probe")))
+        if settings.probe_bodies:
+            probe = probe_work(services, news, runner.fence("probe"))
+            runner.add("probe", settings.probe_period_seconds, probe)
         runner.on_stop(prefetcher.close)
         runner.on_stop(news.close)
     return runner

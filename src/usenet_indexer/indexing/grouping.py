@@ -337,6 +337,38 @@ class Settled:
         return self.covers(low, self._future_from - 1)
 
 
+@dataclass(frozen=True, slots=True)
+class Retention:
+    """Which bursts of loose files and runs are let go without being final (catalog/grouping.py): a
+    burst of runs is deleted, one of loose files settled alone (they stay releases of the catalog).
+
+    Runs (indexing/runs.py) wait outside the catalog for their burst to be final; one that never is
+    would wait for good, and on a real feed ``loose_runs`` grew with every loose article that never
+    became a release (and a loose file was read again by every pass). A burst is let go only whole (a
+    run or file of a burst still growing is never taken from it), by the rules that already bound
+    what is indexed:
+
+    - retention (the planner's): every article of the burst below the server's low watermark. Its
+      bodies are gone, so a probe could not name it nor a downloader fetch it, final or not.
+    - the space cap (catalog/space.py): at the cap only tail and stored ranges are leased, so a burst
+      waiting on history is final never. One whose last article is more than ``horizon`` articles
+      (a lane window's, window.py: its poster is done with it) below the high watermark goes.
+    """
+
+    low_water: int | None
+    high_water: int | None
+    full: bool
+    horizon: int = DEFAULT_HORIZON
+
+    def lets_go(self, burst: Sequence[LooseFile], final: bool) -> bool:
+        last = max(f.last_article for f in burst)
+        if self.low_water is not None and last < self.low_water:
+            return True
+        if final or not self.full or self.high_water is None:
+            return False
+        return last < self.high_water - self.horizon
+
+
 __all__ = [
     "GAP_ARTICLES",
     "GAP_SECONDS",
@@ -347,6 +379,7 @@ __all__ = [
     "LaneState",
     "LooseFile",
     "RangeState",
+    "Retention",
     "Settled",
     "bursts",
     "group_key",

@@ -155,6 +155,8 @@ class ProgressReader:
             catalog = tx.one("dashboard_catalog")
             found = {int(r["group_id"]): int(r["releases"]) for r in tx.run("dashboard_group_releases")}
             probes = {str(r["status"]): int(r["n"]) for r in tx.run("dashboard_probes")}
+        if not services.settings.probe_bodies:
+            probes = {}  # no probe loop runs: nothing queued is waited for
         # Read only once nothing else is left: the grouping loop joins what is final within a pass.
         idle = all(sum(s.ranges.get(k, 0) for k in ("planned", "leased")) == 0 for s in summaries)
         grouping = Grouper(services.db).pending() if idle else 0

@@ -65,3 +65,29 @@ def test_the_run_path_imports_no_alembic(sqlite_template: SqliteTemplate, tmp_pa
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_releases_inserted_past_the_search_index_are_indexed_by_0015(tmp_path: Path) -> None:
+    """Before 0015 a joined burst and a probe's split were inserted without their search entry: search
+    missed them, and their next update broke the index. 0015 builds it again from the releases."""
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    upgrade(url, "0013")
+    with sqlite3.connect(tmp_path / "old.db") as conn:
+        conn.execute(
+            "INSERT INTO releases (key, name, search_name, poster, group_name, groups, file_total,"
+            " files_seen, files_expected, parts_seen, parts_expected, completion, complete, size,"
+            " first_article, last_article, posted_at, obfuscated, category, segments, created_at, updated_at)"
+            " VALUES ('k', 'Some.Show.S01E01', 'some show s01e01', 'p', 'g', 'g', 1, 1, 1, 1, 1, 1.0, 1, 1,"
+            " 1, 1, 0, 0, 0, x'', 0, 0)"
+        )
+        missed = conn.execute("SELECT count(*) FROM releases_fts WHERE releases_fts MATCH 'show'").fetchone()
+    conn.close()
+    assert missed == (0,)
+    upgrade(url)
+    with sqlite3.connect(tmp_path / "old.db") as conn:
+        conn.execute("INSERT INTO releases_fts (releases_fts, rank) VALUES ('integrity-check', 1)")
+        found = conn.execute("SELECT count(*) FROM releases_fts WHERE releases_fts MATCH 'show'").fetchone()
+        conn.execute("UPDATE releases SET search_name = 'other name' WHERE key = 'k'")
+        conn.execute("INSERT INTO releases_fts (releases_fts, rank) VALUES ('integrity-check', 1)")
+    conn.close()
+    assert found == (1,)

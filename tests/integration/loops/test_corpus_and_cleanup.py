@@ -218,6 +218,9 @@ async def test_serve_runs_the_news_loops(services: Services) -> None:
             "corpus-fill",
             "probe",
         }
+        services.settings.probe_bodies = False
+        assert "probe" not in {loop.name for loop in background_loops(services, news).loops}
+        services.settings.probe_bodies = True
         runner.start()
         try:
             deadline = time.monotonic() + 20

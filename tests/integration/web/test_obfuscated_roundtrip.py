@@ -350,6 +350,10 @@ def world(store: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Worl
         for group in highs:
             services.groups.add(group)
         errors = run_indexer(services, highs)
+        if services.db.dialect == "sqlite":
+            # The search index agrees with the releases (rank 1: against the content table too): the
+            # grouping loop's bursts and the probe's splits were inserted past it, which broke it.
+            query(services.db, "INSERT INTO releases_fts (releases_fts, rank) VALUES ('integrity-check', 1)")
         numbers = article_numbers(first)
         bounds = [(int(r["start_id"]), int(r["end_id"])) for r in ranges_of(services, first)]
         rows = catalog(services)

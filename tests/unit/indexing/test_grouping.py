@@ -20,6 +20,7 @@ from usenet_indexer.indexing.grouping import (
     LaneState,
     LooseFile,
     RangeState,
+    Retention,
     Settled,
     bursts,
     group_key,
@@ -315,3 +316,20 @@ def store_interleaved(
         ]
         target.group(Settled(states))
     target.group(Settled([RangeState(a, b, b + 1, "done") for a, b in ranges]))
+
+
+@pytest.mark.parametrize("full", [False, True])
+@pytest.mark.parametrize("final", [False, True])
+def test_retention_lets_a_burst_go_only_whole_and_past_its_bound(full: bool, final: bool) -> None:
+    """Retention: every article below the low watermark, final or not. The cap: not final, and every
+    article more than the horizon below the high watermark. One article at or past a bound keeps all."""
+    rules = Retention(low_water=1_000, high_water=10_000, full=full, horizon=4_000)
+
+    def burst(last: int) -> tuple[LooseFile, ...]:
+        return (loose("a", 0, 400, 500, 0), loose("b", 0, last - 10, last, 60))
+
+    assert rules.lets_go(burst(999), final)
+    for last in (1_000, 5_999):  # not expired, below the cap's bound
+        assert rules.lets_go(burst(last), final) == (full and not final)
+    assert not rules.lets_go(burst(6_000), final)
+    assert not Retention(low_water=None, high_water=None, full=True).lets_go(burst(999), final)
