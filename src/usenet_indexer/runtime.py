@@ -12,11 +12,26 @@ import gc
 GC_THRESHOLDS = (50_000, 20, 100)
 
 
+# The commands that call tune_gc once started; the others collect from their first line (cli.py).
+TUNED_COMMANDS = frozenset({"run", "demo", "serve", "edge"})
+
+
+def quiet_start() -> None:
+    """No collections until ``tune_gc``: start-up (imports, the app) makes a few hundred thousand
+    objects that nearly all live on, and the collector scanned them again and again, then once more
+    in ``tune_gc``'s collection: ~100 ms of a core at every start of the coordinator and of each
+    worker (issue 17). What start-up leaves as garbage (import-time cycles, ~50,000 small objects)
+    is frozen with the rest."""
+    gc.disable()
+
+
 def tune_gc() -> None:
     """Freeze what start-up made and collect less often; call once, when start-up is done."""
-    gc.collect()
+    if gc.isenabled():  # not started quietly (tests, an embedding): collect start-up's garbage first
+        gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
+    gc.enable()
 
 
-__all__ = ["GC_THRESHOLDS", "tune_gc"]
+__all__ = ["GC_THRESHOLDS", "TUNED_COMMANDS", "quiet_start", "tune_gc"]
