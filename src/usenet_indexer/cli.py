@@ -12,8 +12,7 @@ import typer
 import typer.core
 
 from usenet_indexer.coordinator.planning import DEFAULT_BACKFILL_DAYS, Backfill, BackfillError
-from usenet_indexer.logs import configure_logging, without_rich
-from usenet_indexer.runtime import TUNED_COMMANDS, tune_gc
+from usenet_indexer.logs import configure_logging
 from usenet_indexer.settings import Settings, load_settings, settings_problem
 
 if TYPE_CHECKING:
@@ -91,6 +90,8 @@ def main_options(
         fail(f"settings: {settings_problem(error)}")
     configure_logging(settings.log_level, settings.log_format)
     ctx.obj = settings
+    from usenet_indexer.runtime import TUNED_COMMANDS
+
     if ctx.invoked_subcommand not in TUNED_COMMANDS:
         gc.enable()  # started quietly (runtime.py); this command does not call tune_gc
 
@@ -640,6 +641,8 @@ def run(
 ) -> None:
     """Run everything on this machine: the coordinator with all its loops and edge workers as child
     processes. Needs a news server, like `serve`. Ctrl-C stops; the next `run` resumes."""
+    from usenet_indexer.logs import without_rich
+
     with without_rich():  # httpx, for the supervisor's give-back (logs.py)
         from usenet_indexer.local.run import RunError, RunOptions, early_run, run_settings, run_until_stopped
 
@@ -870,13 +873,13 @@ def edge(
             # child's held-leases file names, never the node's other leases (edge/held.py).
             return NodeClient(url, token, ca_file=authority, retries=GIVE_BACK_RETRIES)
 
-        tune_gc()
         raise typer.Exit(
             supervise(count, args, stop=stop, until_done=ranges is not None, client_for=client_for)
         )
 
     from usenet_indexer.edge.held import HeldFile
     from usenet_indexer.edge.worker import EdgeWorker
+    from usenet_indexer.runtime import tune_gc
 
     def pause(seconds: float) -> None:
         # Backoff between retries ends early once stopping: a worker whose supervisor (or `run`) is

@@ -13,7 +13,7 @@ GC_THRESHOLDS = (50_000, 20, 100)
 
 
 # The commands that call tune_gc once started; the others collect from their first line (cli.py).
-TUNED_COMMANDS = frozenset({"run", "demo", "serve", "edge"})
+TUNED_COMMANDS = frozenset({"run", "demo", "serve"})
 
 
 def quiet_start() -> None:
