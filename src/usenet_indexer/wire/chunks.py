@@ -1,9 +1,9 @@
 """A stored chunk: one span's overview, compressed or plain, with a tag saying how.
 
 The prefetcher keeps a compressed reply as the server sent it (XZVER is raw deflate, XFEATURE
-COMPRESS GZIP a zlib or gzip stream) and a plain one as it came (``spool_deflate_level`` 0, the
-default) or deflated; a worker must know which it got. Sniffing is not safe (raw deflate can begin
-like a zlib header), so the chunk says it::
+COMPRESS GZIP a zlib or gzip stream) and deflates a plain one (``spool_deflate_level``, 1 by default)
+or keeps it as it came (level 0); a worker must know which it got. Sniffing is not safe (raw deflate
+can begin like a zlib header), so the chunk says it::
 
     b"UIC" | u8 format (1 zlib, 2 gzip, 3 raw deflate) | compressed bytes
     b"UIC" | u8 4 (plain) | overview bytes | u32 CRC-32 of them (big-endian)
@@ -11,9 +11,11 @@ like a zlib header), so the chunk says it::
 ``inflate_chunk`` is where a damaged chunk is found (a stream that does not inflate, a CRC that does
 not match): ChunkError sends it down the corrupt path.
 
-Plain by default (issue 17): deflating a plain reply (ISA-L level 1) was the prefetcher's largest cost
-per header, ~0.35 µs a line, and inflating it again a worker's ~0.39; a plain chunk costs a CRC-32 each
-way (0.04 µs a line with ISA-L) and copies of ~8 times as many bytes (the spool, the stream).
+Why not plain by default (issue 17, measured on a 2-core VM): deflating a plain reply at ISA-L level 1
+costs the prefetcher 0.36-0.63 µs a line and inflating it a worker 0.33-0.49; a plain chunk costs
+0.18-0.33 and 0.24-0.30 (a CRC-32 each way, 0.03, and copies of 8 times the bytes, which are slow on
+that machine), but writing it to the spool 0.1-0.17 µs a line more, and it crosses the stream 8 times
+larger: no cheaper end to end there, and 30-60 MB more RSS for the coordinator at 1M headers.
 """
 
 from __future__ import annotations
@@ -46,9 +48,9 @@ def pack_chunk(fmt: ChunkFormat, compressed: bytes | bytearray) -> bytes:
     return MAGIC + bytes([fmt]) + compressed
 
 
-def deflate_plain(overview: bytes | bytearray, level: int = 0) -> bytes:
-    """A plain reply's overview as stored in the spool: as it came at ``level`` 0 (the prefetcher's
-    ``spool_deflate_level`` default), else a zlib stream at ``level``.
+def deflate_plain(overview: bytes | bytearray, level: int = 6) -> bytes:
+    """A plain reply's overview as stored in the spool: a zlib stream at ``level`` (the prefetcher's
+    ``spool_deflate_level``), or as it came at level 0 (with its CRC-32).
 
     Deflating costs the coordinator ~0.35 µs a line with ISA-L at level 1 (1.1 ms per 6,250 lines;
     libdeflate 3 ms, zlib 6 ms) and a worker ~0.39 to inflate, where a plain chunk costs a CRC-32

@@ -31,8 +31,9 @@ def test_every_format_inflates(fmt: ChunkFormat, compress) -> None:  # type: ign
     assert inflate_chunk(pack_chunk(fmt, compress(OVERVIEW))) == OVERVIEW
 
 
-def test_plain_overview_is_kept_plain_by_default() -> None:
-    packed = deflate_plain(OVERVIEW)
+def test_plain_overview_is_deflated_here_or_kept_plain() -> None:
+    assert inflate_chunk(deflate_plain(OVERVIEW)) == OVERVIEW
+    packed = deflate_plain(OVERVIEW, 0)
     assert packed == b"UIC\x04" + OVERVIEW + zlib.crc32(OVERVIEW).to_bytes(4, "big")
     assert inflate_chunk(packed) == OVERVIEW
 
