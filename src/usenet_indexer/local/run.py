@@ -411,7 +411,7 @@ def run_until_stopped(
     finally:
         local.stop()
         try:
-            last = reader.read()
+            last = reader.read(fresh=True)
             view.update(last)
         except Exception as error:  # the summary is not worth a traceback
             log.warning("run.progress_failed", error=str(error))
