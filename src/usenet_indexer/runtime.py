@@ -12,16 +12,18 @@ import gc
 GC_THRESHOLDS = (50_000, 20, 100)
 
 
-# The commands that call tune_gc once started; the others collect from their first line (cli.py).
-TUNED_COMMANDS = frozenset({"run", "demo", "serve"})
+# The commands that start quietly until tune_gc; the others collect from their first line (cli.py).
+# Not `demo`: it generates its sample news server's articles before tune_gc, garbage that must be
+# collected, not frozen.
+TUNED_COMMANDS = frozenset({"run", "serve"})
 
 
 def quiet_start() -> None:
     """No collections until ``tune_gc``: start-up (imports, the app) makes a few hundred thousand
     objects that nearly all live on, and the collector scanned them again and again, then once more
     in ``tune_gc``'s collection: ~100 ms of a core at every start of the coordinator and of each
-    worker (issue 17). What start-up leaves as garbage (import-time cycles, ~50,000 small objects)
-    is frozen with the rest."""
+    worker (issue 17). What start-up leaves as garbage (import-time cycles, ~50,000 small objects;
+    Alembic's when `run` migrates a new store) is frozen with the rest."""
     gc.disable()
 
 
