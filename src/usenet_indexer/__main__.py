@@ -1,5 +1,16 @@
-"""``python -m usenet_indexer``: the same as the ``usenet-indexer`` command."""
+"""``python -m usenet_indexer`` and the ``usenet-indexer`` command."""
 
-from usenet_indexer.cli import main
+from __future__ import annotations
 
-main()
+
+def main() -> None:
+    from usenet_indexer.runtime import quiet_start
+
+    quiet_start()  # before the imports: runtime.py
+    from usenet_indexer.cli import main as cli_main
+
+    cli_main()
+
+
+if __name__ == "__main__":
+    main()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from datetime import datetime
 from pathlib import Path
@@ -90,6 +91,10 @@ def main_options(
         fail(f"settings: {settings_problem(error)}")
     configure_logging(settings.log_level, settings.log_format)
     ctx.obj = settings
+    from usenet_indexer.runtime import TUNED_COMMANDS
+
+    if ctx.invoked_subcommand not in TUNED_COMMANDS:
+        gc.enable()  # started quietly (runtime.py); this command does not call tune_gc
 
 
 DATE_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"]
@@ -637,7 +642,10 @@ def run(
 ) -> None:
     """Run everything on this machine: the coordinator with all its loops and edge workers as child
     processes. Needs a news server, like `serve`. Ctrl-C stops; the next `run` resumes."""
-    from usenet_indexer.local.run import RunError, RunOptions, early_run, run_settings, run_until_stopped
+    from usenet_indexer.logs import without_rich
+
+    with without_rich():  # httpx, for the supervisor's give-back (logs.py)
+        from usenet_indexer.local.run import RunError, RunOptions, early_run, run_settings, run_until_stopped
 
     if view not in ("auto", "live", "plain"):
         fail(f"--view: auto, live or plain, not {view!r}")

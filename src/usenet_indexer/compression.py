@@ -8,6 +8,9 @@ library installed, one API.
 - Deflating (``zlib_compress``): ISA-L for levels 1-3 (its level 1: 2.7 to 3 times libdeflate's speed
   for about the same size), libdeflate (the MIT "deflate" package) above, zlib when neither is there;
   level 0 stores. All three release the GIL, so threads deflate beside the indexing.
+- CRC-32 (``crc32``): ISA-L's when installed, the same values as ``zlib.crc32`` at about seven times its
+  speed (0.04 against 0.28 µs per overview line of 295 bytes): the stream frames and plain spool
+  chunks check every byte with it (issue 17).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import zlib
 from typing import Protocol, cast
 
-__all__ = ["ERRORS", "InflateError", "Inflater", "decompressobj", "inflate_whole", "zlib_compress"]
+__all__ = ["ERRORS", "InflateError", "Inflater", "crc32", "decompressobj", "inflate_whole", "zlib_compress"]
 
 
 class Inflater(Protocol):
@@ -48,6 +51,13 @@ ISAL_MAX_LEVEL = 3  # ISA-L's levels are 0-3 (its 0 is a fast Huffman-only pass,
 ERRORS: tuple[type[Exception], ...] = (
     (zlib.error,) if _isal_zlib is None else (zlib.error, cast("type[Exception]", _isal_zlib.error))
 )
+
+
+def crc32(data: bytes | bytearray | memoryview, value: int = 0) -> int:
+    """``zlib.crc32(data, value)``, with ISA-L when installed."""
+    if _isal_zlib is not None:
+        return _isal_zlib.crc32(data, value)
+    return zlib.crc32(data, value)
 
 
 def decompressobj(wbits: int) -> Inflater:

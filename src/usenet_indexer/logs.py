@@ -2,11 +2,33 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
-from typing import Any, TextIO
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, TextIO
 
-import structlog
+
+@contextlib.contextmanager
+def without_rich() -> Iterator[None]:
+    """Imports inside see rich as not installed. structlog (``structlog.dev``, for pretty tracebacks)
+    and httpx (for its command line) import rich when it is there: 75 and 100 ms of a core at the
+    start of every process of ours that imports them (issue 17). Only the live view uses rich."""
+    if "rich" in sys.modules:  # imported already: nothing to save
+        yield
+        return
+    sys.modules["rich"] = None  # type: ignore[assignment]  # makes "import rich" raise ImportError
+    try:
+        yield
+    finally:
+        del sys.modules["rich"]
+
+
+if TYPE_CHECKING:
+    import structlog
+else:
+    with without_rich():  # exceptions are rendered as plain tracebacks
+        import structlog
 
 
 class _CurrentStderr:

@@ -150,8 +150,9 @@ class Settings(BaseSettings):
     # Planner: GROUP every so often; a date backfill target is found by binary search over dates.
     planner_period_seconds: float = Field(default=60.0, gt=0)
     # Prefetcher: the spool's cap (back-pressure past it), how hard plain replies are deflated here
-    # (1-3: ISA-L, ~1.3 GB/s; 4-9: libdeflate, ~280 MB/s at 6 for a result 6% smaller; 0 stores; the
-    # spool is transient), how long a round runs before it plans again from the leases.
+    # (1-3: ISA-L, ~1.3 GB/s; 4-9: libdeflate, ~280 MB/s at 6 for a result 6% smaller; 0: kept plain
+    # with a CRC, 8 times the bytes: wire/chunks.py; the spool is transient), how long a round runs
+    # before it plans again from the leases.
     spool_cap_bytes: int = Field(default=20 << 30, ge=0)
     spool_deflate_level: int = Field(default=1, ge=0, le=9)
     prefetch_round_seconds: float = Field(default=5.0, gt=0)

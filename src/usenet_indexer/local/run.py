@@ -315,6 +315,15 @@ def watch(
             return last
 
 
+def live_view(header: list[str]) -> View:
+    """The live view on this terminal (rich, imported only for it: local/view.py)."""
+    from rich.console import Console
+
+    from usenet_indexer.local.live import LiveView
+
+    return LiveView(Console(), header)
+
+
 def install_signals(stop: threading.Event, kill: threading.Event) -> None:
     """SIGINT, SIGTERM and SIGHUP (the terminal closed) stop in order; a second one kills the workers
     still running."""
@@ -354,9 +363,7 @@ def run_until_stopped(
     ``exit_when_done`` — and stop in order. ``when_done`` is called once when everything is indexed
     the first time. ``local``: a LocalRun whose workers were started already (``early_run``).
     Returns the exit code."""
-    from rich.console import Console
-
-    from usenet_indexer.local.view import LiveView, PlainView
+    from usenet_indexer.local.view import PlainView
     from usenet_indexer.logs import configure_logging
 
     settings = services.settings
@@ -380,7 +387,7 @@ def run_until_stopped(
     header = local.header()
     if live:
         header.append(f"logs in {logs}/ (run.log, worker-N.log)")
-    view: View = LiveView(Console(), header) if live else PlainView(sys.stdout, header, every=status_seconds)
+    view: View = live_view(header) if live else PlainView(sys.stdout, header, every=status_seconds)
     reader = ProgressReader(services, set(local.worker_names))
     began = time.monotonic()
     first: Snapshot | None = None
@@ -402,7 +409,7 @@ def run_until_stopped(
     finally:
         local.stop()
         try:
-            last = reader.read()
+            last = reader.read(fresh=True)
             view.update(last)
         except Exception as error:  # the summary is not worth a traceback
             log.warning("run.progress_failed", error=str(error))

@@ -1,4 +1,4 @@
-"""``run``'s terminal view: a live table (rich) on a terminal, plain progress lines elsewhere.
+"""``run``'s terminal view: a live table on a terminal (local/live.py), plain progress lines elsewhere.
 
 Live: per group its tail and history (a bar, articles read of planned, articles/s), ranges left and
 releases found; then each worker with its live leases and headers/s; then the totals. It is redrawn
@@ -15,13 +15,10 @@ import time
 from collections.abc import Sequence
 from typing import IO, Protocol
 
-from rich.console import Console, Group, RenderableType
-from rich.live import Live
-from rich.progress_bar import ProgressBar
-from rich.table import Table
-from rich.text import Text
+from usenet_indexer.local.progress import GroupProgress, Snapshot
 
-from usenet_indexer.local.progress import GroupProgress, Lane, Snapshot
+# No rich here: a `run` whose output is not a terminal (scripts, services, the benches) never imports it
+# (80 ms of a core at every start, issue 17); the live view is local/live.py.
 
 
 class View(Protocol):
@@ -48,28 +45,19 @@ def per_second(rate: float) -> str:
     return f"{rate:,.0f}/s"
 
 
-def lane_cell(lane: Lane, width: int = 18) -> RenderableType:
-    if lane.ranges == 0:
-        return Text("–", style="dim")
-    bar = ProgressBar(total=max(1, lane.articles), completed=lane.read, width=width)
-    line = Text(f"{lane.fraction:4.0%} {count(lane.read)}/{count(lane.articles)}  {per_second(lane.rate)}")
-    table = Table.grid(padding=(0, 1))
-    table.add_row(bar, line)
-    return table
-
-
-def group_state(g: GroupProgress) -> Text:
+def group_status(g: GroupProgress) -> tuple[str, str]:
+    """A group's state as words, and the style the live view shows them in ("" for none)."""
     if not g.enabled:
-        return Text("disabled", style="dim")
+        return "disabled", "dim"
     if g.error:
-        return Text(g.error[:60], style="red")
+        return g.error[:60], "red"
     if not g.planned:
-        return Text("asking the news server…", style="yellow")
+        return "asking the news server…", "yellow"
     failed = f", {g.failed_ranges} failed" if g.failed_ranges else ""
     if g.pending_ranges == 0:
-        return Text("up to date" + failed, style="green" if not failed else "yellow")
+        return "up to date" + failed, "green" if not failed else "yellow"
     leased = g.statuses.get("leased", 0)
-    return Text(f"{g.pending_ranges} ranges left ({leased} leased){failed}")
+    return f"{g.pending_ranges} ranges left ({leased} leased){failed}", ""
 
 
 def state_key(g: GroupProgress) -> str:
@@ -83,39 +71,6 @@ def state_key(g: GroupProgress) -> str:
     return "planned"  # working or caught up: that flips with every tail range of a growing group
 
 
-def render(snapshot: Snapshot, header: Sequence[str]) -> RenderableType:
-    """The live view of one snapshot (pure: tests render it to text)."""
-    groups = Table(expand=False, title=None, header_style="bold", pad_edge=False)
-    groups.add_column("group", no_wrap=True)
-    groups.add_column("tail", no_wrap=True)
-    groups.add_column("history", no_wrap=True)
-    groups.add_column("releases", justify="right")
-    groups.add_column("state", no_wrap=True)
-    for g in snapshot.groups:
-        groups.add_row(g.name, lane_cell(g.tail), lane_cell(g.history), count(g.releases), group_state(g))
-    if not snapshot.groups:
-        groups.add_row("no groups: add one with `usenet-indexer groups add NAME`", "", "", "", "")
-
-    workers = Table(header_style="bold", pad_edge=False)
-    workers.add_column("worker", no_wrap=True)
-    workers.add_column("leases", justify="right")
-    workers.add_column("headers/s", justify="right")
-    workers.add_column("headers", justify="right")
-    for w in snapshot.workers:
-        workers.add_row(w.name, str(w.live_leases), per_second(w.rate), count(w.headers))
-
-    probes = snapshot.probes_pending
-    totals = Text(
-        f"{count(snapshot.read)} articles read, {per_second(snapshot.rate)}; "
-        f"{count(snapshot.releases)} releases ({count(snapshot.complete)} complete)"
-        + (f"; {count(probes)} obfuscated releases to probe" if probes else "")
-    )
-    if snapshot.done:
-        average = f" ({per_second(snapshot.average_rate)} on average)" if snapshot.average_rate else ""
-        totals.append(f"  — all caught up{average}", style="bold green")
-    return Group(*(Text(line) for line in header), groups, workers, totals)
-
-
 def plain_lines(snapshot: Snapshot) -> list[str]:
     """The plain view's lines for one snapshot."""
     lines = []
@@ -127,7 +82,7 @@ def plain_lines(snapshot: Snapshot) -> list[str]:
         )
         lines.append(
             f"group {g.name}: {lanes or 'nothing planned yet'} releases={count(g.releases)} "
-            f"state={group_state(g).plain}"
+            f"state={group_status(g)[0]}"
         )
     workers = ", ".join(f"{w.name} {per_second(w.rate)}" for w in snapshot.workers) or "none"
     lines.append(
@@ -137,27 +92,6 @@ def plain_lines(snapshot: Snapshot) -> list[str]:
         + (" (all caught up)" if snapshot.done else "")
     )
     return lines
-
-
-class LiveView:
-    def __init__(self, console: Console, header: Sequence[str]) -> None:
-        self.console = console
-        self.header = list(header)
-        self.live = Live(console=console, auto_refresh=False, transient=False, redirect_stderr=True)
-        self.last: Snapshot | None = None
-
-    def start(self) -> None:
-        self.live.start()
-
-    def update(self, snapshot: Snapshot) -> None:
-        self.last = snapshot
-        self.live.update(render(snapshot, self.header), refresh=True)
-
-    def print(self, text: str) -> None:
-        self.live.console.print(text, highlight=False, soft_wrap=True)
-
-    def stop(self) -> None:
-        self.live.stop()
 
 
 class PlainView:

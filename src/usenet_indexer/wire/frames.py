@@ -51,9 +51,10 @@ from __future__ import annotations
 
 import enum
 import struct
-import zlib
 from dataclasses import dataclass
 from typing import TypeAlias
+
+from usenet_indexer.compression import crc32
 
 __all__ = [
     "DEFAULT_MAX_PAYLOAD",
@@ -123,7 +124,7 @@ def _header(frame_type: FrameType, first: int, last: int, payload: memoryview) -
     if length > _U32_MAX:
         raise FrameError(f"payload of {length} bytes is larger than a frame can carry (4 GiB - 1)")
     prefix = _HEADER_NO_CRC.pack(frame_type, first, last, length)
-    crc = zlib.crc32(payload, zlib.crc32(prefix))
+    crc = crc32(payload, crc32(prefix))
     return prefix + crc.to_bytes(4, "big")
 
 
@@ -275,7 +276,7 @@ class FrameDecoder:
                 piece = view[pos : pos + take]
                 self._payload[self._filled : self._filled + take] = piece
                 if self._verify:
-                    self._crc = zlib.crc32(piece, self._crc)
+                    self._crc = crc32(piece, self._crc)
                 self._filled += take
                 pos += take
                 if self._filled == len(self._payload):
@@ -339,13 +340,13 @@ class FrameDecoder:
                 f"of {self._max_payload} bytes"
             )
         self._type, self._first, self._last, self._crc_expected = kind, first, last, crc_expected
-        self._crc = zlib.crc32(view[pos : pos + _CRC_COVERED]) if self._verify else 0
+        self._crc = crc32(view[pos : pos + _CRC_COVERED]) if self._verify else 0
         pos += FRAME_HEADER_SIZE
         if view.nbytes - pos >= length:
             payload = view[pos : pos + length]
             # Zero-copy when the fed object is immutable; one copy otherwise.
             payload = payload.toreadonly() if may_alias else memoryview(payload.tobytes())
-            crc = zlib.crc32(payload, self._crc) if self._verify else 0
+            crc = crc32(payload, self._crc) if self._verify else 0
             frames.append(self._finish_frame(payload, crc))
             return pos + length
         self._payload = bytearray(length)

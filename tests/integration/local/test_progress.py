@@ -11,6 +11,7 @@ from rich.console import Console
 
 from tests.support.store import query, services_for
 from usenet_indexer.coordinator.nodes import Unauthorized
+from usenet_indexer.local.live import render
 from usenet_indexer.local.progress import (
     GroupProgress,
     Lane,
@@ -19,7 +20,7 @@ from usenet_indexer.local.progress import (
     WorkerProgress,
     _Rates,
 )
-from usenet_indexer.local.view import plain_lines, render
+from usenet_indexer.local.view import plain_lines
 
 GROUP = "alt.binaries.progress"
 
