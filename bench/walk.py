@@ -86,7 +86,8 @@ def main() -> None:
     seconds = 3.0 if args.quick else args.seconds
     figures = {}
     print(
-        f"{'swaps':>6} {'carried':>8} {'bursts':>8} {'files':>9} {'wrong':>6} {'unplaced':>9} {'headers/file':>13} {'worst':>6}"
+        f"{'swaps':>6} {'carried':>8} {'bursts':>8} {'files':>9} {'wrong':>6} {'unplaced':>9} "
+        f"{'headers/file':>13} {'worst':>6}"
     )
     for carried in (False, True):
         for swaps in (0.0, 0.05, 0.2):
@@ -94,7 +95,8 @@ def main() -> None:
             figures[f"swaps={swaps},carried={carried}"] = m
             print(
                 f"{swaps:>6} {carried!s:>8} {m['bursts']:>8,} {m['files']:>9,} {m['wrong']:>6} "
-                f"{m['unplaced_share']:>8.2%} {m['headers_per_file']:>13.3f} {m['worst_headers_per_file']:>6}",
+                f"{m['unplaced_share']:>8.2%} {m['headers_per_file']:>13.3f} "
+                f"{m['worst_headers_per_file']:>6}",
                 flush=True,
             )
     emit(figures)
