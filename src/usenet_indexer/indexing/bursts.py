@@ -14,18 +14,28 @@ last of S - (T-1)·B. ``Walk`` reads one first article per file, in article orde
    part of a file before after this one's first (skipped). Where the pieces fit out of posting order,
    or fit two ways, or a piece of about the last part's size follows, headers decide: the piece taken
    as the last part must say it is, and pieces left out or posted after it whose they are.
-2. an article whose header says a part of a file already placed is a repost, and is left out.
+2. an article whose header says a part of a file already placed is a repost, and is left out, once
+   the file is seen to hold that part (its pieces' headers, the one at that part's place first). A
+   file found holding a piece of another instead is revoked (unsure), and its pieces are read: a file
+   whose piece it held is found out in turn. Sizes alone cannot tell an article carried several
+   places in posting order (the sample's swaps) from a neighbour's part of the same size; the part it
+   displaced, read later, names the file it belongs to.
 3. anything else (not yEnc, a part other than 1 or 2, sizes that do not fit) is *unsure*: the article
    and those after it up to the next shorter one (the unconfirmed file's presumed end) stay unplaced.
-   An unplaced article is never given a name: a burst that does not split cleanly keeps its articles
-   unnamed (issue 16: no wrong name with confidence).
+   A piece made unsure by its size alone, among a file's pieces or just before them, is read before
+   the file is placed (it may be the file's own). A file given up whose every part has been read is
+   placed by those headers. An unplaced article is never given a name: a burst that does not split
+   cleanly keeps its articles unnamed (issue 16: no wrong name with confidence).
 
-At most ``cap`` articles are fetched; what is past the cap stays unplaced. Then ``releases`` sorts the
-files into releases by the PAR2 indexes among them (found by their magic): a file whose size and
-first 16 KiB hash are a PAR2 entry's is that set's and takes the entry's name; a PAR2 file is its
-recovery set's; a file between two files of one set, in posting order, is that set's (an NFO or SFV
-the PAR2 does not cover), under its yEnc name. A release posted right after another by the same
-poster is told apart by its own PAR2. Files of no set stay unplaced.
+At most ``cap`` articles are fetched; what is past the cap stays unplaced. A displaced part past the
+cap, or made unsure by its size alone after its file was placed, is never read: there a file could
+keep a neighbour's piece (never seen in generated bursts: tests/unit/indexing/test_bursts.py).
+
+Then ``releases`` sorts the files into releases by the PAR2 indexes among them (found by their
+magic): a file whose size and first 16 KiB hash are a PAR2 entry's is that set's and takes the
+entry's name; a PAR2 file is its recovery set's; a file between two files of one set, in posting
+order, is that set's (an NFO or SFV the PAR2 does not cover), under its yEnc name. A release posted
+right after another by the same poster is told apart by its own PAR2. Files of no set stay unplaced.
 
 Part numbers: each file's articles in posting order, the one that fits the last part's size last.
 Downloaders place each part by its yEnc ``begin=`` offset, so a swap inside a file costs nothing.
