@@ -212,7 +212,14 @@ class Walk:
                 continue
             self._rescue()
             free = self._free()
-            if not free or free[0] not in self._heads:
+            if not free:
+                # Last, the pieces made unsure by their size alone: one may be a part carried off from
+                # a file placed before, which it names (``_settle``).
+                self._pending.update(k for k in self.unsure if k not in self._heads)
+                if self._pending:
+                    continue
+                return
+            if free[0] not in self._heads:
                 return
             i = free[0]
             head = self._heads[i]
@@ -392,7 +399,7 @@ class Walk:
 
     def _rescue(self) -> None:
         """A file given up whose every part has been read among the unsure pieces is placed by their
-        headers (each names its file and part: no size is needed), a copy a part."""
+        headers (each names its file and part), a copy a part, where their sizes fit too."""
         found: dict[tuple[str, int], dict[int, int]] = {}
         for k in sorted(self.unsure):
             said = self._heads.get(k)
@@ -402,8 +409,8 @@ class Walk:
             first = self._heads.get(at.get(1, -1))
             if first is None or not first.first or set(at) != set(range(1, parts + 1)):
                 continue
-            if self._file_of(first) is None:
-                chosen = [at[p] for p in range(1, parts + 1)]
+            chosen = [at[p] for p in range(1, parts + 1)]
+            if self._file_of(first) is None and fits([self.items[k].size for k in chosen], first):
                 self.unsure.difference_update(chosen)
                 self.files.append(SplitFile(tuple(chosen), first))
 
