@@ -213,9 +213,12 @@ class Walk:
             self._rescue()
             free = self._free()
             if not free:
-                # Last, the pieces made unsure by their size alone: one may be a part carried off from
-                # a file placed before, which it names (``_settle``).
-                self._pending.update(k for k in self.unsure if k not in self._heads)
+                # Last, the pieces made unsure by their size alone just after a placed file: one may be
+                # its part, carried off, which names it (``_settle``).
+                after = {
+                    k for f in self.files for k in range(max(f.pieces) + 1, max(f.pieces) + LOOKAHEAD + 2)
+                }
+                self._pending.update(k for k in self.unsure & after if k not in self._heads)
                 if self._pending:
                     continue
                 return
