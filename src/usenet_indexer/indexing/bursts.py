@@ -14,18 +14,30 @@ last of S - (T-1)·B. ``Walk`` reads one first article per file, in article orde
    part of a file before after this one's first (skipped). Where the pieces fit out of posting order,
    or fit two ways, or a piece of about the last part's size follows, headers decide: the piece taken
    as the last part must say it is, and pieces left out or posted after it whose they are.
-2. an article whose header says a part of a file already placed is a repost, and is left out.
+2. an article whose header says a part of a file already placed is a repost, and is left out, once
+   the file is seen to hold that part (its pieces' headers, the one at that part's place first). A
+   file found holding a piece of another instead is revoked (unsure), and its pieces are read: a file
+   whose piece it held is found out in turn. Sizes alone cannot tell an article carried several
+   places in posting order (the sample's swaps) from a neighbour's part of the same size; the part it
+   displaced, read later, names the file it belongs to.
 3. anything else (not yEnc, a part other than 1 or 2, sizes that do not fit) is *unsure*: the article
    and those after it up to the next shorter one (the unconfirmed file's presumed end) stay unplaced.
-   An unplaced article is never given a name: a burst that does not split cleanly keeps its articles
-   unnamed (issue 16: no wrong name with confidence).
+   A piece made unsure by its size alone, among a file's pieces or just before them, is read before
+   the file is placed (it may be the file's own). A file given up whose every part has been read is
+   placed by those headers. An unplaced article is never given a name: a burst that does not split
+   cleanly keeps its articles unnamed (issue 16: no wrong name with confidence).
 
-At most ``cap`` articles are fetched; what is past the cap stays unplaced. Then ``releases`` sorts the
-files into releases by the PAR2 indexes among them (found by their magic): a file whose size and
-first 16 KiB hash are a PAR2 entry's is that set's and takes the entry's name; a PAR2 file is its
-recovery set's; a file between two files of one set, in posting order, is that set's (an NFO or SFV
-the PAR2 does not cover), under its yEnc name. A release posted right after another by the same
-poster is told apart by its own PAR2. Files of no set stay unplaced.
+At most ``cap`` articles are fetched; what is past the cap stays unplaced. Last, the pieces made
+unsure by their size alone just after a placed file are read (one may be its part, carried off). A
+displaced part past the cap, or made unsure by its size alone further from its file, is never read:
+there a file could keep a neighbour's piece (not seen in generated bursts since; reading every unsure
+piece cost 13 % more of the probe's articles on the demo's sample: docs/PERFORMANCE.md).
+
+Then ``releases`` sorts the files into releases by the PAR2 indexes among them (found by their
+magic): a file whose size and first 16 KiB hash are a PAR2 entry's is that set's and takes the
+entry's name; a PAR2 file is its recovery set's; a file between two files of one set, in posting
+order, is that set's (an NFO or SFV the PAR2 does not cover), under its yEnc name. A release posted
+right after another by the same poster is told apart by its own PAR2. Files of no set stay unplaced.
 
 Part numbers: each file's articles in posting order, the one that fits the last part's size last.
 Downloaders place each part by its yEnc ``begin=`` offset, so a swap inside a file costs nothing.
@@ -163,6 +175,8 @@ class Walk:
     # Free pieces near a file given up: one of them may be its part, carried further than its sizes
     # told. A file that takes one must read its header.
     _suspect: set[int] = field(default_factory=set)
+    # A revoked file's pieces, each read before the walk goes on: whose it is (``_settle``).
+    _pending: set[int] = field(default_factory=set)
 
     def _free(self, start: int = 0) -> list[int]:
         return [i for i in range(start, len(self.items)) if i not in self._placed]
@@ -190,16 +204,39 @@ class Walk:
 
     def _advance(self) -> None:
         while self._request is None:
+            if self._pending:
+                k = min(self._pending)
+                if k not in self._heads:
+                    self._request = k
+                    return
+                if self._settle(k):
+                    self._pending.discard(k)
+                continue
+            self._rescue()
             free = self._free()
-            if not free or free[0] not in self._heads:
+            if not free:
+                # Last, the pieces made unsure by their size alone just after a placed file: one may be
+                # its part, carried off, which names it (``_settle``).
+                after = {
+                    k for f in self.files for k in range(max(f.pieces) + 1, max(f.pieces) + LOOKAHEAD + 2)
+                }
+                self._pending.update(k for k in self.unsure & after if k not in self._heads)
+                if self._pending:
+                    continue
+                return
+            if free[0] not in self._heads:
                 return
             i = free[0]
             head = self._heads[i]
             if head is None:
                 self._give_up(i)
-            elif any(f.head.name == head.name and f.head.parts == head.parts for f in self.files):
-                self._placed.add(i)  # a reposted part of a file already placed
-                self.repeats.add(i)
+            elif (held := self._file_of(head)) is not None:
+                checked = self._verify(held, head)
+                if checked is None:
+                    return
+                if checked:
+                    self._placed.add(i)  # a reposted part of a file already placed
+                    self.repeats.add(i)
             elif head.first:
                 placed = self._place([i, *free[1:]], head)
                 if placed is None:
@@ -244,6 +281,15 @@ class Walk:
         if n < 2:
             self._keep(chosen, head)
             return True
+        # A piece given up by its size alone, among the file's or just before them (its part 1 carried
+        # past its next parts), may be its own: the file is not whole without it. Its header says.
+        span = range(min(order[: n + 1]) - 1, max(order[: n + 1]))
+        for k in span:
+            if k in self.unsure and k not in self._heads:
+                self._request = k
+                return None
+        if any(self._ours(self._heads.get(k), head) for k in self.unsure):
+            return False
         arranged = arrange([self.items[k].size for k in chosen], head)
         plain = None if arranged is None else [chosen[k] for k in arranged]
         # The last part posted after the next file's first: the piece after the file fits as the
@@ -321,6 +367,66 @@ class Walk:
     @staticmethod
     def _ours(said: Head | None, head: Head) -> bool:
         return said is not None and (said.name, said.parts) == (head.name, head.parts)
+
+    def _file_of(self, said: Head | None) -> SplitFile | None:
+        return next((f for f in self.files if self._ours(said, f.head)), None)
+
+    def _verify(self, placed: SplitFile, said: Head) -> bool | None:
+        """A piece outside ``placed`` says it is a part of it: a second copy of a part it holds (True),
+        or one of its own parts carried off, another file's piece having taken its place (the file is
+        revoked: False). Its pieces' headers decide, the one at that part's place first; None while one
+        must be read (``_request``)."""
+        part = said.part or 1
+        own = placed.pieces
+        for k in own:
+            held = self._heads.get(k)
+            if held is not None and self._ours(held, placed.head) and (held.part or 1) == part:
+                return True
+        if any(k in self._heads and not self._ours(self._heads[k], placed.head) for k in own):
+            self._revoke(placed)
+            return False
+        unread = [n for n, k in enumerate(own) if k not in self._heads]
+        if unread:
+            self._request = own[min(unread, key=lambda n: abs(n - part + 1))]
+            return None
+        self._revoke(placed)  # every piece its own, none that part: a part held twice, one missing
+        return False
+
+    def _revoke(self, placed: SplitFile) -> None:
+        """A file found to hold another's piece: unsure, and each of its pieces read, so that a file
+        whose piece it held is found out in turn (``_settle``)."""
+        self.files.remove(placed)
+        self.unsure.update(placed.pieces)
+        copies = {k for k in self.repeats if self._ours(self._heads.get(k), placed.head)}
+        self.repeats -= copies
+        self.unsure |= copies
+        self._pending.update(placed.pieces)
+
+    def _rescue(self) -> None:
+        """A file given up whose every part has been read among the unsure pieces is placed by their
+        headers (each names its file and part), a copy a part, where their sizes fit too."""
+        found: dict[tuple[str, int], dict[int, int]] = {}
+        for k in sorted(self.unsure):
+            said = self._heads.get(k)
+            if said is not None:
+                found.setdefault((said.name, said.parts), {}).setdefault(said.part or 1, k)
+        for (_, parts), at in found.items():
+            first = self._heads.get(at.get(1, -1))
+            if first is None or not first.first or set(at) != set(range(1, parts + 1)):
+                continue
+            chosen = [at[p] for p in range(1, parts + 1)]
+            if self._file_of(first) is None and fits([self.items[k].size for k in chosen], first):
+                self.unsure.difference_update(chosen)
+                self.files.append(SplitFile(tuple(chosen), first))
+
+    def _settle(self, k: int) -> bool:
+        """A revoked file's piece ``k``, read: a part of a placed file has that file verified
+        (``_verify``). Whether that is done (False: a header must be read first)."""
+        said = self._heads[k]
+        placed = self._file_of(said)
+        if said is None or placed is None or k in placed.pieces:
+            return True
+        return self._verify(placed, said) is not None
 
     def _keep(self, chosen: list[int], head: Head) -> None:
         self.files.append(SplitFile(tuple(chosen), head))
