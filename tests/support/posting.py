@@ -19,7 +19,7 @@ import random
 import shutil
 import subprocess
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -142,6 +142,22 @@ def disguise(
     )
 
 
+def yenc_parts(data: bytes, yenc_name: str, part_size: int) -> Iterator[tuple[int, int, bytes]]:
+    """(part, total, body) of ``data`` yEnc-encoded in parts of ``part_size`` bytes, the last shorter."""
+    total = max(1, -(-len(data) // part_size))
+    for part in range(1, total + 1):
+        begin = (part - 1) * part_size
+        body = yenc.encode(
+            data[begin : begin + part_size],
+            yenc_name,
+            part=part,
+            total=total,
+            begin=begin + 1,
+            file_size=len(data),
+        )
+        yield part, total, body
+
+
 def articles(
     files: list[RealFile],
     release: sample.PlannedRelease,
@@ -160,16 +176,7 @@ def articles(
         sized = sample.PlannedFile(
             planned.name, planned.index, total, part_size, planned.real_name, planned.yenc_name
         )
-        for part in range(1, total + 1):
-            piece = f.data[(part - 1) * part_size : part * part_size]
-            body = yenc.encode(
-                piece,
-                sized.yenc,
-                part=part,
-                total=total,
-                begin=(part - 1) * part_size + 1,
-                file_size=len(f.data),
-            )
+        for part, _, body in yenc_parts(f.data, sized.yenc, part_size):
             if release.style == "random_articles":
                 subject = uuid.UUID(int=rng.getrandbits(128)).hex[:24]
             else:

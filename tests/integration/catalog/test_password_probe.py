@@ -17,6 +17,7 @@ from prometheus_client import generate_latest
 
 from tests.integration.catalog.test_probe import store_obfuscated
 from tests.support import inn2 as inn2_support
+from tests.support.posting import yenc_parts
 from tests.support.rar import Member, rar4, rar5
 from tests.support.store import query, services_for
 from usenet_indexer.catalog.batch_store import store_batch
@@ -26,7 +27,6 @@ from usenet_indexer.coordinator.dashboard import dashboard
 from usenet_indexer.coordinator.metrics import Metrics
 from usenet_indexer.coordinator.newznab import release_item
 from usenet_indexer.indexing import RangeIndexer, default_rules
-from usenet_indexer.nntp import yenc
 from usenet_indexer.nntp.pool import NNTPPool, ServerSettings
 
 LOCKED = "Quiet.Harbor.2023.1080p.BluRay.x264-GRP"
@@ -61,17 +61,7 @@ def releases(rng: random.Random) -> dict[str, dict[str, bytes]]:
 def articles(name: str, files: dict[str, bytes], when: datetime) -> list[inn2_support.Article]:
     out = []
     for k, (file_name, data) in enumerate(files.items(), 1):
-        total = -(-len(data) // PART_BYTES)
-        for p in range(1, total + 1):
-            begin = (p - 1) * PART_BYTES
-            body = yenc.encode(
-                data[begin : begin + PART_BYTES],
-                file_name,
-                part=p,
-                total=total,
-                begin=begin + 1,
-                file_size=len(data),
-            )
+        for p, total, body in yenc_parts(data, file_name, PART_BYTES):
             out.append(
                 inn2_support.Article(
                     message_id=f"<{uuid.uuid4().hex}@named.test>",

@@ -22,6 +22,7 @@ from prometheus_client import generate_latest
 
 from tests.support import inn2 as inn2_support
 from tests.support.nzbget import NZBGet, wait_for_history
+from tests.support.posting import yenc_parts
 from tests.support.rar import Member, rar5
 from tests.support.store import query, services_for
 from usenet_indexer.catalog.batch_store import store_batch
@@ -33,7 +34,6 @@ from usenet_indexer.coordinator.metrics import Metrics
 from usenet_indexer.coordinator.services import Services
 from usenet_indexer.indexing import RangeIndexer, default_rules, unpack_segments
 from usenet_indexer.indexing.grouping import GAP_ARTICLES
-from usenet_indexer.nntp import yenc
 from usenet_indexer.nntp.pool import NNTPPool, ServerSettings
 
 MOVIE = "Glass.Garden.2021.1080p.BluRay.x264-FLUX"
@@ -86,17 +86,7 @@ def articles_of(
     for k, (name, data) in enumerate(sorted(files.items(), key=lambda item: rng.random()), 1):
         random_name = f"{rng.getrandbits(128):032x}"
         posted[name] = random_name
-        total = (len(data) + PART_BYTES - 1) // PART_BYTES
-        for p in range(1, total + 1):
-            begin = (p - 1) * PART_BYTES
-            body = yenc.encode(
-                data[begin : begin + PART_BYTES],
-                name if real_yenc_names else random_name,
-                part=p,
-                total=total,
-                begin=begin + 1,
-                file_size=len(data),
-            )
+        for p, total, body in yenc_parts(data, name if real_yenc_names else random_name, PART_BYTES):
             out.append(
                 inn2_support.Article(
                     message_id=f"<{uuid.uuid4().hex}@random.names.test>",
