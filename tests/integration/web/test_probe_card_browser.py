@@ -27,7 +27,7 @@ from usenet_indexer.coordinator.web import human_bytes, human_number
 from usenet_indexer.indexing import RangeIndexer, default_rules
 from usenet_indexer.nntp.pool import NNTPPool, ServerSettings
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.inn2]  # posts its PAR2 index to INN2 (test_probe.post_par2_index)
 
 GROUP = "alt.binaries.probe"  # test_probe's overview names it
 
