@@ -240,7 +240,10 @@ fi
 innd_up() { "$BIN/ctlinnd" -t 5 mode >/dev/null 2>&1 && port_answers "$INND_PORT"; }
 
 stop_all() {
-    local port pid
+    local port pid innd_pid
+    # innd unlinks its pid file as it exits, after its ports close: a new innd started before the old
+    # one is gone lost its pid file (bench/e2e.py reads it), so the old process is waited for too.
+    innd_pid=$(cat /run/news/innd.pid 2>/dev/null || pgrep -x innd || true)
     if "$BIN/ctlinnd" -t 5 mode >/dev/null 2>&1; then
         "$BIN/ctlinnd" -t 30 shutdown "usenet-indexer inn2-setup: configuration changed" >/dev/null 2>&1 || true
     fi
@@ -251,7 +254,8 @@ stop_all() {
     done
     for _ in $(seq 1 100); do
         port_answers "$INND_PORT" || port_answers "$PLAIN_PORT" || port_answers "$AUTH_PORT" \
-            || port_answers "$TLS_PORT" || return 0
+            || port_answers "$TLS_PORT" || { [ -n "$innd_pid" ] && kill -0 "$innd_pid" 2>/dev/null; } \
+            || return 0
         sleep 0.2
     done
     die "the INN2 daemons did not stop within 20 s"
