@@ -88,8 +88,8 @@ def plain_lines(snapshot: Snapshot) -> list[str]:
     lines.append(
         f"total: read={count(snapshot.read)} rate={per_second(snapshot.rate)} "
         f"releases={count(snapshot.releases)} complete={count(snapshot.complete)} "
-        f"probes_pending={snapshot.probes_pending} workers: {workers}"
-        + (" (all caught up)" if snapshot.done else "")
+        f"probes_pending={snapshot.probes_pending} passwords_pending={snapshot.passwords_pending} "
+        f"workers: {workers}" + (" (all caught up)" if snapshot.done else "")
     )
     return lines
 

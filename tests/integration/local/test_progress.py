@@ -60,6 +60,15 @@ def test_progress_from_the_store(database_url: str, tmp_path: Path) -> None:
     # Everything done, nothing to probe: done.
     query(services.db, "UPDATE ranges SET status = 'done', next_id = end_id + 1")
     assert reader.read().done
+    # A release named by its subject whose password is still to be read: shown, not waited for.
+    query(
+        services.db,
+        "INSERT INTO probe_queue (release_key, par2_message_id, archive_message_id, priority, status, "
+        " attempts, created_at, updated_at) VALUES ('p', '', 'a@x', 1, 'queued', 0, :now, :now)",
+        {"now": time.time()},
+    )
+    snapshot = reader.read()
+    assert snapshot.done and snapshot.passwords_pending == 1 and snapshot.probes_pending == 0
     query(
         services.db,
         "INSERT INTO probe_queue (release_key, par2_message_id, status, attempts, created_at, updated_at) "

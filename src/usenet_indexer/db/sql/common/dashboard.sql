@@ -70,6 +70,6 @@ RETURNING id
 DELETE FROM plain_chunks WHERE range_id = :range_id
 
 -- name: dashboard_probes
--- The probe queue by status (queued and working: obfuscated releases still to be named, and releases
--- named by their subjects whose password is still to be read).
-SELECT status, count(*) AS n FROM probe_queue GROUP BY status
+-- The probe queue by status and priority (0: obfuscated releases still to be named; 1: releases named
+-- by their subjects whose password is still to be read).
+SELECT status, priority, count(*) AS n FROM probe_queue GROUP BY status, priority
