@@ -516,7 +516,7 @@ def admin_hash_password(
     password: Annotated[str, typer.Option(prompt=True, hide_input=True, confirmation_prompt=True)],
 ) -> None:
     """Print the hash of an admin password, for the setting admin_password_hash."""
-    from usenet_indexer.coordinator.passwords import WeakPassword, check_strength, hash_password
+    from usenet_indexer.passwords import WeakPassword, check_strength, hash_password
 
     try:
         typer.echo(hash_password(check_strength(password)))

@@ -172,7 +172,7 @@ class Settings(BaseSettings):
         if not self.database_url:
             self.database_url = f"sqlite:///{(self.data_dir / 'usenet-indexer.db').as_posix()}"
         if self.admin_password:
-            from usenet_indexer.coordinator.passwords import check_strength, hash_password
+            from usenet_indexer.passwords import check_strength, hash_password
 
             if not self.admin_password_hash:
                 self.admin_password_hash = hash_password(check_strength(self.admin_password))
