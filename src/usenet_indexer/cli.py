@@ -777,7 +777,7 @@ def sample_server(
     import threading
 
     from usenet_indexer.edge.supervisor import watch_parent
-    from usenet_indexer.nntp.sample_server import SampleFeed, SampleServer, sample_groups
+    from usenet_indexer.newsservers.sample_server import SampleFeed, SampleServer, sample_groups
 
     if scale <= 0:
         fail(f"--scale must be above 0, not {scale}")

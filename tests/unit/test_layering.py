@@ -66,7 +66,7 @@ LAYERS: tuple[Layer, ...] = (
         "the store's logic",
         [f"{P}.leases"],
         [f"{P}.catalog"],
-        [f"{P}.nntp.fake_server", f"{P}.nntp.sample_server"],
+        [f"{P}.newsservers"],
     ),
     layer(
         "the coordinator's registries; the edge worker",
