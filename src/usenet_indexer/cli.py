@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 import typer.core
 
-from usenet_indexer.coordinator.planning import DEFAULT_BACKFILL_DAYS, Backfill, BackfillError
 from usenet_indexer.edge.main import DEFAULT_BATCH_ARTICLES, DEFAULT_IDLE_SECONDS, stop_on_signals
+from usenet_indexer.leases.planning import DEFAULT_BACKFILL_DAYS, Backfill, BackfillError
 from usenet_indexer.logs import configure_logging
 from usenet_indexer.settings import Settings, load_settings, settings_problem
 
@@ -303,8 +303,8 @@ def groups_enable(ctx: typer.Context, name: str) -> None:
 @app.command()
 def reindex(ctx: typer.Context, group: str) -> None:
     """Index a group's ranges kept in the corpus again (with the current rules), without the news server."""
-    from usenet_indexer.coordinator.corpus_fill import reindex as reindex_group
     from usenet_indexer.coordinator.groups import GroupError
+    from usenet_indexer.coordinator.loops.corpus_fill import reindex as reindex_group
 
     try:
         count = reindex_group(services_of(ctx), group)

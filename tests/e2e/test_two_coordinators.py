@@ -83,7 +83,7 @@ def stamp(record: dict[str, Any]) -> float:
 
 
 def pid_of(holder: str | None) -> int | None:
-    """Holder names are ``host:pid:random`` (coordinator/loops.py)."""
+    """Holder names are ``host:pid:random`` (coordinator/loops/runner.py)."""
     return None if holder is None else int(holder.split(":")[1])
 
 

@@ -49,7 +49,7 @@ LAYERS: tuple[Layer, ...] = (
         # nntp's sans-I/O protocol core: the package and all but its transport (below)
         [f"{P}.nntp"],
         [f"{P}.indexing"],
-        [f"{P}.coordinator.planning"],
+        [f"{P}.leases.planning"],  # pure: what to plan, beside the leases it plans
         pure=True,
     ),
     layer("the wire", [f"{P}.wire"], pure=True),
@@ -84,15 +84,7 @@ LAYERS: tuple[Layer, ...] = (
     layer("the coordinator's composition root", [f"{P}.coordinator.services"]),
     layer(
         "the coordinator's loops",
-        [
-            f"{P}.coordinator.news",
-            f"{P}.coordinator.fetching",
-            f"{P}.coordinator.loops",
-            f"{P}.coordinator.planner",
-            f"{P}.coordinator.prefetcher",
-            f"{P}.coordinator.corpus_fill",
-            f"{P}.coordinator.cleanup",
-        ],
+        [f"{P}.coordinator.loops"],
     ),
     layer("the coordinator's HTTP", [f"{P}.coordinator"]),  # the rest of coordinator/
     layer("one machine", [f"{P}.local"]),

@@ -14,8 +14,8 @@ from tests.support import inn2 as support
 from tests.support.live import run_edge_workers
 from tests.support.loops import news_service, prefetch_all
 from tests.support.store import query, services_for
-from usenet_indexer.coordinator.planner import Planner
-from usenet_indexer.coordinator.prefetcher import Prefetcher
+from usenet_indexer.coordinator.loops.planner import Planner
+from usenet_indexer.coordinator.loops.prefetcher import Prefetcher
 from usenet_indexer.indexing import unpack_segments
 from usenet_indexer.leases.audit import audit
 

@@ -19,8 +19,8 @@ from tests.support.loops import news_service, prefetch_all
 from tests.support.store import query, services_for
 from usenet_indexer.catalog.nzbs import nzb_bytes
 from usenet_indexer.catalog.search import SearchQuery
-from usenet_indexer.coordinator.planner import Planner
-from usenet_indexer.coordinator.prefetcher import Prefetcher
+from usenet_indexer.coordinator.loops.planner import Planner
+from usenet_indexer.coordinator.loops.prefetcher import Prefetcher
 from usenet_indexer.indexing import unpack_segments
 
 FILES = 12
