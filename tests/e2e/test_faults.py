@@ -132,11 +132,6 @@ def test_the_catalog_survives(fault: str, pg_url: str, tmp_path: Path) -> None:
     assert all(w.process.returncode == 0 for w in workers), [w.output()[-2000:] for w in workers]
 
 
-@pytest.fixture(scope="session")
-def inn2() -> None:
-    support.ensure_inn2()
-
-
 async def read_overview(port: int, group: str) -> tuple[int, int, bytes]:
     """The group's watermarks and whole overview, in one OVER: what a run without faults reads."""
     async with NNTPClient(support.HOST, port, timeout=30.0) as client:

@@ -42,11 +42,6 @@ PART_BYTES = 60_000  # yEnc parts of 60 KB: files of several parts, the PAR2 ind
 POSTER = "Random Poster <random@poster.test>"
 
 
-@pytest.fixture(scope="module")
-def inn2() -> None:
-    inn2_support.ensure_inn2()
-
-
 @pytest.fixture
 def nzbget(tmp_path: Path) -> Iterator[NZBGet]:
     folder = tmp_path / "nzbget"

@@ -22,11 +22,6 @@ from usenet_indexer.leases.audit import audit
 RELEASES, FILES = 30, 40  # 1,200 articles: two ranges of 1,000, chunks of 100
 
 
-@pytest.fixture(scope="session")
-def inn2() -> None:
-    support.ensure_inn2()
-
-
 def catalog_message_ids(services: object) -> Counter[str]:
     with services.db.transaction(write=False) as tx:  # type: ignore[attr-defined]
         rows = tx.sql("SELECT segments FROM releases")

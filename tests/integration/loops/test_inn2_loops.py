@@ -36,11 +36,6 @@ from usenet_indexer.wire.chunks import inflate_chunk
 ARTICLES = 2345
 
 
-@pytest.fixture(scope="session")
-def inn2() -> None:
-    support.ensure_inn2()
-
-
 def cancel(message_id: str) -> None:
     """Remove an article from INN2 (its number stays used: a gap in the overview)."""
     result = subprocess.run(

@@ -50,8 +50,7 @@ POSTER = "roundtrip@usenet-indexer.test"
 
 
 @pytest.fixture(scope="module")
-def inn2_ready() -> None:
-    support.ensure_inn2()
+def inn2_ready(inn2: None) -> None:
     for tool in ("par2", "nzbget"):
         if shutil.which(tool) is None:
             pytest.fail(f"{tool} is not installed: run scripts/setup-system.sh")
