@@ -49,7 +49,7 @@ from _common import postgres_database, sqlite_database
 from usenet_indexer.compression import Inflater, decompressobj
 from usenet_indexer.coordinator.loops.news import NewsService
 from usenet_indexer.coordinator.loops.prefetcher import Prefetcher
-from usenet_indexer.coordinator.services import Services, open_services
+from usenet_indexer.coordinator.wiring import Services, open_services
 from usenet_indexer.nntp.pool import NNTPPool, ServerSettings
 from usenet_indexer.settings import Settings
 

@@ -17,7 +17,7 @@ from usenet_indexer.logs import configure_logging
 from usenet_indexer.settings import Settings, load_settings, settings_problem
 
 if TYPE_CHECKING:
-    from usenet_indexer.coordinator.services import Services
+    from usenet_indexer.coordinator.wiring import Services
 
 # The store's modules (SQLAlchemy, Alembic) are imported by the commands that use them: an edge worker
 # needs none of them, and starts a second sooner without (`run` starts one per core).
@@ -107,7 +107,7 @@ def settings_of(ctx: typer.Context) -> Settings:
 
 
 def services_of(ctx: typer.Context) -> Services:
-    from usenet_indexer.coordinator.services import open_services
+    from usenet_indexer.coordinator.wiring import open_services
 
     services = open_services(settings_of(ctx))
     ctx.call_on_close(services.close)

@@ -33,7 +33,7 @@ from tests.support.generated import (
     stored_catalog,
 )
 from tests.support.store import query
-from usenet_indexer.coordinator.services import open_services
+from usenet_indexer.coordinator.wiring import open_services
 from usenet_indexer.leases.audit import audit
 from usenet_indexer.nntp.client import NNTPClient
 from usenet_indexer.settings import Settings

@@ -31,7 +31,7 @@ from tests.support.generated import expected_catalog, posting, stored_catalog
 from tests.support.s3 import MotoServer
 from tests.support.store import query
 from usenet_indexer.articles import chunk_spans
-from usenet_indexer.coordinator.services import open_services
+from usenet_indexer.coordinator.wiring import open_services
 from usenet_indexer.indexing.sample import overview_line
 from usenet_indexer.leases.audit import audit
 from usenet_indexer.leases.ownership import Ownership, all_ownerships

@@ -81,7 +81,7 @@ LAYERS: tuple[Layer, ...] = (
         # coordinator's URL and its node token)
         [f"{P}.edge"],
     ),
-    layer("the coordinator's composition root", [f"{P}.coordinator.services"]),
+    layer("the coordinator's composition root", [f"{P}.coordinator.wiring"]),
     layer(
         "the coordinator's loops",
         [f"{P}.coordinator.loops"],

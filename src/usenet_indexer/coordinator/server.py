@@ -19,8 +19,8 @@ from usenet_indexer.coordinator.loops.background import background_loops
 from usenet_indexer.coordinator.metrics import Metrics
 from usenet_indexer.coordinator.newznab import newznab_router
 from usenet_indexer.coordinator.node_api import install_error_handlers, node_router
-from usenet_indexer.coordinator.services import Services
 from usenet_indexer.coordinator.web import operator_only, web_router
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.runtime import tune_gc
 
 

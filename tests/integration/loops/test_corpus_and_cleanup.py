@@ -17,7 +17,7 @@ from usenet_indexer.coordinator.loops.cleanup import SpoolCleanup
 from usenet_indexer.coordinator.loops.corpus_fill import CorpusFill, reindex
 from usenet_indexer.coordinator.loops.prefetcher import Prefetcher
 from usenet_indexer.coordinator.node_api import read_chunk
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.leases.audit import audit
 from usenet_indexer.leases.planning import STORED_PRIORITY
 from usenet_indexer.storage.corpus import CorpusRange

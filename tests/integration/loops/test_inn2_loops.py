@@ -29,7 +29,7 @@ from tests.support.loops import group_row, news_service, prefetch_all, ranges_of
 from usenet_indexer.articles import chunk_spans
 from usenet_indexer.coordinator.loops.planner import Planner
 from usenet_indexer.coordinator.loops.prefetcher import Prefetcher
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.leases.planning import Backfill
 from usenet_indexer.wire.chunks import inflate_chunk
 

@@ -20,7 +20,7 @@ from tests.support.store import query
 from usenet_indexer.articles import chunk_spans
 from usenet_indexer.coordinator.loops.news import NewsService
 from usenet_indexer.coordinator.loops.prefetcher import LEASED_AHEAD_OVER_CAP, Prefetcher
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.storage.blobs import LocalBlobStore, LocalFileWriter
 from usenet_indexer.storage.spool import Spool
 from usenet_indexer.wire.chunks import ChunkError, inflate_chunk

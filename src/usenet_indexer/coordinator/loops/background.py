@@ -12,7 +12,7 @@ from usenet_indexer.coordinator.loops.planner import Planner
 from usenet_indexer.coordinator.loops.prefetcher import Prefetcher
 from usenet_indexer.coordinator.loops.probe import probe_work
 from usenet_indexer.coordinator.loops.runner import LoopRunner, holder_name
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.leases.ownership import OwnershipLeases
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.db.database import Fence
 from usenet_indexer.leases.ranges import FinishedRange
 from usenet_indexer.logs import get_logger

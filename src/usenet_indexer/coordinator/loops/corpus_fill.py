@@ -23,7 +23,7 @@ import time
 from usenet_indexer.articles import ChunkSpan, chunk_spans
 from usenet_indexer.coordinator.loops.fetching import ChunkTarget, Fetched, fetch_chunk, pack, record, write
 from usenet_indexer.coordinator.loops.news import NewsService
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.db.database import Fence
 from usenet_indexer.leases.planning import STORED_PRIORITY
 from usenet_indexer.logs import get_logger

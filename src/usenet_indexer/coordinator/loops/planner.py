@@ -42,7 +42,7 @@ from email.utils import parsedate_to_datetime
 from typing import Literal
 
 from usenet_indexer.coordinator.loops.news import NewsService
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.db import Row
 from usenet_indexer.db.database import Fence
 from usenet_indexer.logs import get_logger

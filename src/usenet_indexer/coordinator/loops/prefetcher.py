@@ -51,7 +51,7 @@ from usenet_indexer.coordinator.loops.fetching import (
     write,
 )
 from usenet_indexer.coordinator.loops.news import NewsService
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.db.database import Fence
 from usenet_indexer.logs import get_logger
 from usenet_indexer.nntp.errors import NNTPError

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from usenet_indexer.catalog.probe import Prober
 from usenet_indexer.coordinator.loops.news import NewsService
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.db.database import Fence
 from usenet_indexer.logs import get_logger
 
