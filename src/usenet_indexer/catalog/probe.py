@@ -144,7 +144,7 @@ class Prober:
         fetch_body: Callable[[str], Awaitable[bytes]],
         *,
         # 8 a round: a probe of a release under random names fetches up to 32 articles (~24 MB), and a
-        # round is cut off after PROBE_ROUND_SECONDS (coordinator/server.py), its probes left "working"
+        # round is cut off after PROBE_ROUND_SECONDS (coordinator/loops/probe.py), its probes left "working"
         # until STALE_SECONDS; a full round runs again at once.
         batch: int = 8,
         fence: Fence | None = None,
@@ -152,7 +152,7 @@ class Prober:
         self.db = db
         self.fetch_body = fetch_body
         self.batch = batch
-        self.fence = fence  # the probe loop's (coordinator/loops.py)
+        self.fence = fence  # the probe loop's (coordinator/loops/runner.py)
 
     def take(self) -> list[dict[str, object]]:
         with self.db.transaction(fence=self.fence) as tx:

@@ -12,7 +12,6 @@ from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from pathlib import Path
 
-import pytest
 from prometheus_client import generate_latest
 
 from tests.integration.catalog.test_probe import store_obfuscated
@@ -35,11 +34,6 @@ PLAIN = "Paper.Moons.2019.720p.WEB.h264-NTb"
 ALBUM = "Artist 7 - Album 7 (2020) [FLAC]"
 PART_BYTES = 40_000
 POSTER = "Named Poster <named@poster.test>"
-
-
-@pytest.fixture(scope="module")
-def inn2() -> None:
-    inn2_support.ensure_inn2()
 
 
 def releases(rng: random.Random) -> dict[str, dict[str, bytes]]:
