@@ -25,7 +25,7 @@ from usenet_indexer.catalog.search import Search, SearchQuery
 from usenet_indexer.coordinator.dashboard import dashboard
 from usenet_indexer.coordinator.metrics import Metrics
 from usenet_indexer.coordinator.newznab import release_item
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.indexing import RangeIndexer, default_rules
 from usenet_indexer.nntp.pool import NNTPPool, ServerSettings
 
