@@ -14,7 +14,7 @@ from usenet_indexer.coordinator.charts import (
     rate_series,
 )
 from usenet_indexer.coordinator.groups import GroupSummary
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.db import Row
 
 # Headers/s is averaged over the batches of this window: a worker posts a batch every few seconds to

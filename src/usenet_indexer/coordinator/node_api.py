@@ -23,7 +23,7 @@ from usenet_indexer.catalog.batch_store import store_batch
 from usenet_indexer.coordinator.http import RequestRefused
 from usenet_indexer.coordinator.metrics import Metrics
 from usenet_indexer.coordinator.nodes import NodeDisabled, Unauthorized
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.db import Row, Tx
 from usenet_indexer.indexing.window import Window
 from usenet_indexer.leases.errors import LeaseLost, RangeError

@@ -34,8 +34,6 @@ from usenet_indexer.coordinator.http import RequestRefused, is_loopback
 from usenet_indexer.coordinator.lockout import LoginLockout
 from usenet_indexer.coordinator.newznab import NewznabError, base_url, nzb_response
 from usenet_indexer.coordinator.nodes import NodeError
-from usenet_indexer.coordinator.planning import DEFAULT_BACKFILL_DAYS, Backfill
-from usenet_indexer.coordinator.services import Services
 from usenet_indexer.coordinator.sessions import (
     SESSION_COOKIE,
     Session,
@@ -46,10 +44,12 @@ from usenet_indexer.coordinator.sessions import (
     open_session,
 )
 from usenet_indexer.coordinator.users import ApiUser, LimitReached, UserError
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.indexing import SegmentBlobError, unpack_segments
 from usenet_indexer.indexing.categories import NAMES
 from usenet_indexer.indexing.rules import RuleError, RuleSet
 from usenet_indexer.indexing.rules import test as test_subject
+from usenet_indexer.leases.planning import DEFAULT_BACKFILL_DAYS, Backfill
 from usenet_indexer.logs import get_logger
 
 __all__ = ["ago", "human_bytes", "human_number", "web_router"]

@@ -18,8 +18,8 @@ from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from usenet_indexer import accelerator
 from usenet_indexer.compression import InflateError, inflate_whole, zlib_compress
-from usenet_indexer.indexing import _native
 from usenet_indexer.indexing.fragment import (
     MAX_MESSAGE_ID,
     MAX_TEXT,
@@ -237,7 +237,7 @@ def segment_blob(files: Sequence[FileFragment]) -> bytes:
     """The blob's bytes before compression. The C accelerator lays them out in one pass where it is
     built (on little-endian hosts, the blob's byte order); a column that is not an int64 array (a
     list) takes the Python path, which converts it."""
-    native = _native.speedups
+    native = accelerator.speedups
     if native is not None and sys.byteorder == "little":
         try:
             return native.segment_blob(files)
@@ -282,7 +282,7 @@ def checked_segments(data: bytes) -> tuple[FileFragment, ...]:
 
     The C accelerator parses and checks in one pass when it is built (on little-endian hosts, the
     blob's byte order): in Python this was most of the coordinator's work on a batch (bench/stream.py)."""
-    native = _native.speedups
+    native = accelerator.speedups
     if native is not None and sys.byteorder == "little":
         try:
             return tuple(native.segment_files(data, MAX_TEXT, MAX_MESSAGE_ID, FileFragment))
@@ -298,7 +298,7 @@ def column_range(column: array[int]) -> tuple[int, int]:
     """The smallest and largest value of a non-empty column: one C pass where the accelerator is built
     (min() and max() make an int of every value; for a batch's articles that was half of
     check_authority, issue 17)."""
-    native = _native.speedups
+    native = accelerator.speedups
     if native is not None and isinstance(column, array) and column.typecode == "q":
         return native.column_range(column)
     return min(column), max(column)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from usenet_indexer.catalog.grouping import Grouper
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.db import Row, Tx
 
 RATE_WINDOW_SECONDS = 10.0
