@@ -28,8 +28,8 @@ from tests.support.pg_crash import PrivateCluster, private_cluster
 from tests.support.store import TTL, query, services_for
 from usenet_indexer.articles import chunk_spans
 from usenet_indexer.catalog.batch_store import store_batch
-from usenet_indexer.coordinator.cleanup import SpoolCleanup
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.loops.cleanup import SpoolCleanup
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.db import Row, Tx, upgrade
 from usenet_indexer.indexing import RangeIndexer, unpack_segments
 from usenet_indexer.indexing.rules import default_rules
