@@ -23,6 +23,16 @@ def segment_blob(files: Sequence[FileFragment], /) -> bytes: ...
 def columns(
     segs: bytearray | bytes | array[int], mids: bytearray | bytes, parts_total: int, /
 ) -> tuple[array[int], array[int], array[int], bytes] | None: ...
+def file_fragment(
+    segs: bytearray | bytes | array[int],
+    mids: bytearray | bytes,
+    parts_total: int,
+    name: str,
+    index: int,
+    subject: bytes,
+    file_type: type[FileFragment],
+    /,
+) -> FileFragment | None: ...
 def segment_files(
     data: bytes, max_text: int, max_id: int, file_type: type[FileFragment], /
 ) -> list[FileFragment]: ...
