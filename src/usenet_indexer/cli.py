@@ -139,7 +139,7 @@ def db_upgrade(ctx: typer.Context) -> None:
 @nodes_app.command("add")
 def nodes_add(ctx: typer.Context, name: str) -> None:
     """Register a node and print its token (shown once: only a hash is kept)."""
-    from usenet_indexer.coordinator.nodes import NodeError
+    from usenet_indexer.coordinator.registries.nodes import NodeError
 
     try:
         _, token = services_of(ctx).nodes.add(name)
@@ -174,7 +174,7 @@ def nodes_enable(ctx: typer.Context, name: str) -> None:
 
 
 def _set_node(ctx: typer.Context, name: str, enabled: bool) -> None:
-    from usenet_indexer.coordinator.nodes import NodeError
+    from usenet_indexer.coordinator.registries.nodes import NodeError
 
     try:
         services_of(ctx).nodes.set_enabled(name, enabled)
@@ -209,7 +209,7 @@ def groups_add(
     capture: Annotated[bool, typer.Option(help="Keep the group's overview in the corpus")] = False,
 ) -> None:
     """Add a newsgroup to index: new posts as they come, and history back to the backfill target."""
-    from usenet_indexer.coordinator.groups import GroupError
+    from usenet_indexer.coordinator.registries.groups import GroupError
 
     services = services_of(ctx)
     try:
@@ -239,7 +239,7 @@ def groups_backfill(
 ) -> None:
     """Change how far back a group's history goes. Ranges already planned stay; a target further back
     plans more history at the next planning."""
-    from usenet_indexer.coordinator.groups import GroupError
+    from usenet_indexer.coordinator.registries.groups import GroupError
 
     try:
         backfill = Backfill(articles, days, since)
@@ -272,7 +272,7 @@ def groups_plan(
     high: Annotated[int, typer.Option(help="The group's high watermark")],
 ) -> None:
     """Plan ranges from watermarks given by hand (the planner loop reads them from the news server)."""
-    from usenet_indexer.coordinator.groups import GroupError
+    from usenet_indexer.coordinator.registries.groups import GroupError
 
     try:
         result = services_of(ctx).groups.plan(name, low, high)
@@ -304,7 +304,7 @@ def groups_enable(ctx: typer.Context, name: str) -> None:
 def reindex(ctx: typer.Context, group: str) -> None:
     """Index a group's ranges kept in the corpus again (with the current rules), without the news server."""
     from usenet_indexer.coordinator.corpus_fill import reindex as reindex_group
-    from usenet_indexer.coordinator.groups import GroupError
+    from usenet_indexer.coordinator.registries.groups import GroupError
 
     try:
         count = reindex_group(services_of(ctx), group)
@@ -423,7 +423,7 @@ def users_add(
     ] = False,
 ) -> None:
     """Add a user and print their API key (shown once: only a hash is kept)."""
-    from usenet_indexer.coordinator.users import UserError
+    from usenet_indexer.coordinator.registries.users import UserError
 
     secret = ask_password(f"{name}'s web UI password") if password else None
     try:
@@ -440,7 +440,7 @@ def users_add(
 def users_passwd(ctx: typer.Context, name: str) -> None:
     """Set a user's password for the web UI (asked twice; USENET_INDEXER_USER_PASSWORD if set). The
     user's open sessions end."""
-    from usenet_indexer.coordinator.users import UserError
+    from usenet_indexer.coordinator.registries.users import UserError
 
     try:
         services_of(ctx).users.set_password(name, ask_password(f"{name}'s web UI password"))
@@ -477,7 +477,7 @@ def users_list(ctx: typer.Context) -> None:
 @users_app.command("key")
 def users_key(ctx: typer.Context, name: str) -> None:
     """Give a user a new API key and print it (shown once); the old key stops working."""
-    from usenet_indexer.coordinator.users import UserError
+    from usenet_indexer.coordinator.registries.users import UserError
 
     try:
         key = services_of(ctx).users.new_key(name)
@@ -502,7 +502,7 @@ def users_enable(ctx: typer.Context, name: str) -> None:
 
 
 def _set_user(ctx: typer.Context, name: str, enabled: bool) -> None:
-    from usenet_indexer.coordinator.users import UserError
+    from usenet_indexer.coordinator.registries.users import UserError
 
     try:
         services_of(ctx).users.set_enabled(name, enabled)
@@ -516,7 +516,7 @@ def admin_hash_password(
     password: Annotated[str, typer.Option(prompt=True, hide_input=True, confirmation_prompt=True)],
 ) -> None:
     """Print the hash of an admin password, for the setting admin_password_hash."""
-    from usenet_indexer.coordinator.passwords import WeakPassword, check_strength, hash_password
+    from usenet_indexer.coordinator.registries.passwords import WeakPassword, check_strength, hash_password
 
     try:
         typer.echo(hash_password(check_strength(password)))
@@ -584,7 +584,7 @@ def serve(
 ) -> None:
     """Run the coordinator: its HTTP API and its background loops (with a news server: the planner,
     prefetcher and corpus fill too)."""
-    from usenet_indexer.coordinator.http import ServeError, check_exposure
+    from usenet_indexer.coordinator.http.network import ServeError, check_exposure
     from usenet_indexer.coordinator.server import run_server
     from usenet_indexer.storage.blobs import BlobError
 
@@ -667,7 +667,7 @@ def run(
             "`run` serves its own workers over loopback: for HTTPS to other machines use `serve` with "
             "--tls-cert and --tls-key and `edge` workers, or a TLS proxy in front (docs/DEPLOY.md)"
         )
-    from usenet_indexer.coordinator.http import ServeError, check_exposure
+    from usenet_indexer.coordinator.http.network import ServeError, check_exposure
 
     try:
         check_exposure(settings)

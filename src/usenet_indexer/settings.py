@@ -95,8 +95,8 @@ class Settings(BaseSettings):
     # The coordinator's HTTP server.
     host: str = "127.0.0.1"
     port: int = Field(default=8710, ge=0, le=65535)
-    # Facing the network (coordinator/http.py): HTTPS with a certificate and its key; plain HTTP beyond
-    # loopback only when a proxy in front terminates TLS (insecure_http). Limits every request is held
+    # Facing the network (coordinator/http/network.py): HTTPS with a certificate and its key; plain HTTP
+    # beyond loopback only when a proxy in front terminates TLS (insecure_http). Limits every request is held
     # to, whatever it claims: its body (counted as read), the time for its headers and between body
     # bytes, and the connections open at once.
     tls_certfile: Path | None = None
@@ -172,7 +172,7 @@ class Settings(BaseSettings):
         if not self.database_url:
             self.database_url = f"sqlite:///{(self.data_dir / 'usenet-indexer.db').as_posix()}"
         if self.admin_password:
-            from usenet_indexer.coordinator.passwords import check_strength, hash_password
+            from usenet_indexer.coordinator.registries.passwords import check_strength, hash_password
 
             if not self.admin_password_hash:
                 self.admin_password_hash = hash_password(check_strength(self.admin_password))

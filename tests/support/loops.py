@@ -6,8 +6,8 @@ from typing import Any
 
 from tests.support.store import query
 from usenet_indexer.articles import chunk_spans
+from usenet_indexer.coordinator.http.node_api import read_chunk
 from usenet_indexer.coordinator.news import NewsService
-from usenet_indexer.coordinator.node_api import read_chunk
 from usenet_indexer.coordinator.prefetcher import Prefetcher, RoundReport
 from usenet_indexer.coordinator.services import Services
 from usenet_indexer.nntp.pool import ServerSettings

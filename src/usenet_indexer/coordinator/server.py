@@ -18,16 +18,16 @@ from usenet_indexer.catalog.grouping import Grouper
 from usenet_indexer.catalog.probe import Prober
 from usenet_indexer.coordinator.cleanup import SpoolCleanup
 from usenet_indexer.coordinator.corpus_fill import CorpusFill
-from usenet_indexer.coordinator.http import RequestLimits, http_config
+from usenet_indexer.coordinator.http.metrics import Metrics
+from usenet_indexer.coordinator.http.network import RequestLimits, http_config
+from usenet_indexer.coordinator.http.newznab import newznab_router
+from usenet_indexer.coordinator.http.node_api import install_error_handlers, node_router
+from usenet_indexer.coordinator.http.web import operator_only, web_router
 from usenet_indexer.coordinator.loops import LoopRunner, holder_name
-from usenet_indexer.coordinator.metrics import Metrics
 from usenet_indexer.coordinator.news import NewsService
-from usenet_indexer.coordinator.newznab import newznab_router
-from usenet_indexer.coordinator.node_api import install_error_handlers, node_router
 from usenet_indexer.coordinator.planner import Planner
 from usenet_indexer.coordinator.prefetcher import Prefetcher
 from usenet_indexer.coordinator.services import Services
-from usenet_indexer.coordinator.web import operator_only, web_router
 from usenet_indexer.db.database import Fence
 from usenet_indexer.leases.ownership import OwnershipLeases
 from usenet_indexer.logs import get_logger

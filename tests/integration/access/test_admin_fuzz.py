@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 
 from tests.integration.access.test_access_matrix import ADMIN_PASSWORD, admin_client, routes
 from tests.support.store import query, services_for
+from usenet_indexer.coordinator.http.web import TEMPLATES
 from usenet_indexer.coordinator.server import create_app
 from usenet_indexer.coordinator.services import Services
-from usenet_indexer.coordinator.web import TEMPLATES
 
 GROUP = "alt.binaries.fuzz"
 # The POST forms and their fields (what the templates send); the test below keeps this list whole.

@@ -23,9 +23,9 @@ from tests.support.store import query, services_for
 from usenet_indexer.catalog.batch_store import store_batch
 from usenet_indexer.catalog.probe import Prober
 from usenet_indexer.catalog.search import Search, SearchQuery
-from usenet_indexer.coordinator.dashboard import dashboard
-from usenet_indexer.coordinator.metrics import Metrics
-from usenet_indexer.coordinator.newznab import release_item
+from usenet_indexer.coordinator.http.dashboard import dashboard
+from usenet_indexer.coordinator.http.metrics import Metrics
+from usenet_indexer.coordinator.http.newznab import release_item
 from usenet_indexer.indexing import RangeIndexer, default_rules
 from usenet_indexer.nntp.pool import NNTPPool, ServerSettings
 

@@ -29,8 +29,8 @@ from usenet_indexer.catalog.batch_store import store_batch
 from usenet_indexer.catalog.grouping import Grouper
 from usenet_indexer.catalog.nzbs import nzb_bytes, nzb_release
 from usenet_indexer.catalog.probe import Prober
-from usenet_indexer.coordinator.dashboard import dashboard
-from usenet_indexer.coordinator.metrics import Metrics
+from usenet_indexer.coordinator.http.dashboard import dashboard
+from usenet_indexer.coordinator.http.metrics import Metrics
 from usenet_indexer.coordinator.services import Services
 from usenet_indexer.indexing import RangeIndexer, default_rules, unpack_segments
 from usenet_indexer.indexing.grouping import GAP_ARTICLES

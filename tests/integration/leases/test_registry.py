@@ -5,9 +5,15 @@ from __future__ import annotations
 import pytest
 
 from tests.support.store import query
-from usenet_indexer.coordinator.groups import GroupError
-from usenet_indexer.coordinator.nodes import NodeDisabled, NodeError, Unauthorized, hash_token, new_token
 from usenet_indexer.coordinator.planning import Backfill
+from usenet_indexer.coordinator.registries.groups import GroupError
+from usenet_indexer.coordinator.registries.nodes import (
+    NodeDisabled,
+    NodeError,
+    Unauthorized,
+    hash_token,
+    new_token,
+)
 from usenet_indexer.coordinator.services import Services
 
 

@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 
 from tests.support.store import query, services_for
-from usenet_indexer.coordinator.nodes import Unauthorized
+from usenet_indexer.coordinator.registries.nodes import Unauthorized
 from usenet_indexer.local.live import render
 from usenet_indexer.local.progress import (
     GroupProgress,

@@ -14,7 +14,7 @@ from tests.support.store import TTL, backdate, query
 from usenet_indexer.articles import chunk_spans
 from usenet_indexer.coordinator.cleanup import SpoolCleanup
 from usenet_indexer.coordinator.corpus_fill import CorpusFill, reindex
-from usenet_indexer.coordinator.node_api import read_chunk
+from usenet_indexer.coordinator.http.node_api import read_chunk
 from usenet_indexer.coordinator.planning import STORED_PRIORITY
 from usenet_indexer.coordinator.prefetcher import Prefetcher
 from usenet_indexer.coordinator.server import background_loops

@@ -1,6 +1,6 @@
 """The web UI: server-rendered pages (Jinja2, plain forms, no JavaScript build) on the coordinator.
 
-- ``/`` the dashboard (coordinator/dashboard.py), refreshed by the browser every 15 s;
+- ``/`` the dashboard (coordinator/http/dashboard.py), refreshed by the browser every 15 s;
 - ``/releases`` search and browse, ``/releases/{guid}`` a release with its files, ``…/nzb`` its NZB;
 - ``/admin/…`` groups, nodes, users and rule sets, behind the admin login.
 
@@ -28,15 +28,11 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.concurrency import run_in_threadpool
 
 from usenet_indexer.catalog.search import SearchQuery, words
-from usenet_indexer.coordinator.dashboard import dashboard, retry_range
-from usenet_indexer.coordinator.groups import GroupError
-from usenet_indexer.coordinator.http import RequestRefused, is_loopback
-from usenet_indexer.coordinator.lockout import LoginLockout
-from usenet_indexer.coordinator.newznab import NewznabError, base_url, nzb_response
-from usenet_indexer.coordinator.nodes import NodeError
-from usenet_indexer.coordinator.planning import DEFAULT_BACKFILL_DAYS, Backfill
-from usenet_indexer.coordinator.services import Services
-from usenet_indexer.coordinator.sessions import (
+from usenet_indexer.coordinator.http.dashboard import dashboard, retry_range
+from usenet_indexer.coordinator.http.lockout import LoginLockout
+from usenet_indexer.coordinator.http.network import RequestRefused, is_loopback
+from usenet_indexer.coordinator.http.newznab import NewznabError, base_url, nzb_response
+from usenet_indexer.coordinator.http.sessions import (
     SESSION_COOKIE,
     Session,
     admin_password_ok,
@@ -45,7 +41,11 @@ from usenet_indexer.coordinator.sessions import (
     current_session,
     open_session,
 )
-from usenet_indexer.coordinator.users import ApiUser, LimitReached, UserError
+from usenet_indexer.coordinator.planning import DEFAULT_BACKFILL_DAYS, Backfill
+from usenet_indexer.coordinator.registries.groups import GroupError
+from usenet_indexer.coordinator.registries.nodes import NodeError
+from usenet_indexer.coordinator.registries.users import ApiUser, LimitReached, UserError
+from usenet_indexer.coordinator.services import Services
 from usenet_indexer.indexing import SegmentBlobError, unpack_segments
 from usenet_indexer.indexing.categories import NAMES
 from usenet_indexer.indexing.rules import RuleError, RuleSet

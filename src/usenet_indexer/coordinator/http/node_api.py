@@ -20,9 +20,9 @@ from starlette.background import BackgroundTask
 
 from usenet_indexer.articles import ChunkSpan, chunk_spans
 from usenet_indexer.catalog.batch_store import store_batch
-from usenet_indexer.coordinator.http import RequestRefused
-from usenet_indexer.coordinator.metrics import Metrics
-from usenet_indexer.coordinator.nodes import NodeDisabled, Unauthorized
+from usenet_indexer.coordinator.http.metrics import Metrics
+from usenet_indexer.coordinator.http.network import RequestRefused
+from usenet_indexer.coordinator.registries.nodes import NodeDisabled, Unauthorized
 from usenet_indexer.coordinator.services import Services
 from usenet_indexer.db import Row, Tx
 from usenet_indexer.indexing.window import Window

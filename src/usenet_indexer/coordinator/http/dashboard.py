@@ -1,19 +1,19 @@
 """What the web UI's dashboard shows, read from the store in one transaction: each group's tail and
-history progress and headers/s over the last hour (coordinator/charts.py), ranges by status, live
+history progress and headers/s over the last hour (coordinator/http/charts.py), ranges by status, live
 workers and their headers/s, leases, failed ranges, the catalog's size and the spool's."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from usenet_indexer.coordinator.charts import (
+from usenet_indexer.coordinator.http.charts import (
     CHART_WINDOW_SECONDS,
     RateSeries,
     Work,
     rate_chart_svg,
     rate_series,
 )
-from usenet_indexer.coordinator.groups import GroupSummary
+from usenet_indexer.coordinator.registries.groups import GroupSummary
 from usenet_indexer.coordinator.services import Services
 from usenet_indexer.db import Row
 
