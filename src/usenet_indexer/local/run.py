@@ -35,11 +35,12 @@ from typing import IO
 
 import uvicorn
 
+from usenet_indexer.coordinator.http.app import create_app
 from usenet_indexer.coordinator.http.network import http_config
 from usenet_indexer.coordinator.loops import LoopRunner
 from usenet_indexer.coordinator.news import NewsService
 from usenet_indexer.coordinator.registries.nodes import new_token
-from usenet_indexer.coordinator.server import background_loops, create_app, redacted
+from usenet_indexer.coordinator.server import background_loops, redacted
 from usenet_indexer.coordinator.services import Services
 from usenet_indexer.edge.client import NodeClient
 from usenet_indexer.edge.main import DEFAULT_BATCH_ARTICLES, EdgeOptions

@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 from tests.integration.web.conftest import ADMIN_PASSWORD, GROUP
 from tests.support.store import query
 from usenet_indexer.cli import app as cli_app
-from usenet_indexer.coordinator.http.web import MAX_FORM_BYTES, ago, human_bytes, human_number
+from usenet_indexer.coordinator.http.access import MAX_FORM_BYTES
+from usenet_indexer.coordinator.http.pages import ago, human_bytes, human_number
 from usenet_indexer.coordinator.services import Services
 
 

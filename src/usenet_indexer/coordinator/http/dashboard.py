@@ -186,12 +186,3 @@ def dashboard(services: Services) -> Dashboard:
         live_workers=sum(1 for w in found if w.live),
         probes=probes,
     )
-
-
-def retry_range(services: Services, range_id: int) -> bool:
-    """Plan a failed range again; False when it is not (or no longer) failed."""
-    with services.db.transaction() as tx:
-        row = tx.one("range_retry", {"range_id": range_id})
-        if row is not None:
-            tx.execute("range_retry_forget_chunks", {"range_id": range_id})
-    return row is not None

@@ -22,6 +22,7 @@ from usenet_indexer.articles import ChunkSpan, chunk_spans
 from usenet_indexer.catalog.batch_store import store_batch
 from usenet_indexer.coordinator.http.metrics import Metrics
 from usenet_indexer.coordinator.http.network import RequestRefused
+from usenet_indexer.coordinator.http.state import Config, Meter, Streams, Svc
 from usenet_indexer.coordinator.registries.nodes import NodeDisabled, Unauthorized
 from usenet_indexer.coordinator.services import Services
 from usenet_indexer.db import Row, Tx
@@ -96,195 +97,275 @@ def authenticated_node(request: Request) -> int:
 Node = Annotated[int, Depends(authenticated_node)]
 
 
-def node_router(services: Services, metrics: Metrics) -> APIRouter:
-    settings = services.settings
-    router = APIRouter(prefix="/api/v1/node", tags=["node"])
-    streams = StreamSlots(settings.stream_max_per_node)
+router = APIRouter(prefix="/api/v1/node", tags=["node"])
 
-    @router.post("/lease", responses={204: {"description": "No range to lease now"}})
-    def lease(node_id: Node) -> Any:
-        granted = services.ranges.lease(node_id)
-        if granted is None:
-            return Response(status_code=204)
-        metrics.leases.labels(took_over=str(granted.took_over).lower()).inc()
-        log.info(
-            "lease.granted",
-            node=node_id,
-            range=granted.range_id,
-            epoch=granted.epoch,
-            took_over=granted.took_over,
+
+@router.post("/lease", responses={204: {"description": "No range to lease now"}})
+def lease(node_id: Node, services: Svc, metrics: Meter) -> Any:
+    granted = services.ranges.lease(node_id)
+    if granted is None:
+        return Response(status_code=204)
+    metrics.leases.labels(took_over=str(granted.took_over).lower()).inc()
+    log.info(
+        "lease.granted",
+        node=node_id,
+        range=granted.range_id,
+        epoch=granted.epoch,
+        took_over=granted.took_over,
+    )
+    return lease_body(granted)
+
+
+@router.get("/leases")
+def leases(node_id: Node, services: Svc) -> Response:
+    """The node's live leases, in the held-leases format (edge/held.py): for the supervisor of a
+    worker that died, when the node was that worker's alone (issue 17)."""
+    held = Held(frozenset(services.ranges.of_node(node_id)), frozenset(services.lanes.of_node(node_id)))
+    return Response(held.encode(), media_type="application/json")
+
+
+@router.get("/rules/{version}")
+def rules(version: Annotated[int, Path(ge=0, le=2**31)], node_id: Node, services: Svc) -> Response:
+    """The rule set a lease names (its ``rule_version``), as JSON (indexing/rules.py)."""
+    try:
+        rule_set = services.rules.get(version)
+    except KeyError:
+        return JSONResponse({"error": f"no rule set version {version}"}, status_code=404)
+    return Response(rule_set.to_json(), media_type="application/json")
+
+
+@router.post("/ranges/{range_id}/batches")
+async def batch(
+    range_id: Id,
+    epoch: Epoch,
+    request: Request,
+    node_id: Node,
+    services: Svc,
+    settings: Config,
+    metrics: Meter,
+) -> dict[str, Any]:
+    """A batch (wire/batch.py): stored with the range's new resume point, or 409 stale."""
+    # The lease first, the body after: a node that holds nothing here gets a 409 before a byte of
+    # its body is read, inflated or parsed (issue 15).
+    held = await run(services.ranges.check, range_id, node_id, epoch)
+    body = await read_body(request, settings.batch_max_bytes)
+    wire = await run(decode_batch, body, settings.batch_max_bytes, settings.batch_max_inflated_bytes)
+    if (wire.range_id, wire.epoch) != (range_id, epoch):
+        raise HTTPException(
+            400,
+            f"the batch names range {wire.range_id} epoch {wire.epoch}, the URL {range_id} epoch {epoch}",
         )
-        return lease_body(granted)
+    # What the batch may hold: its own articles; a lane's window carries releases open since the
+    # lane's earlier ranges, so for a range granted through a lane, from the group's planned start.
+    low = int(held["group_low"]) if held["lane_epoch"] is not None else wire.batch.from_id
+    group = str(held["group_name"])
+    b = await run(partial(check_authority, wire.batch, group=group, low=low, high=wire.batch.to_id))
 
-    @router.get("/leases")
-    def leases(node_id: Node) -> Response:
-        """The node's live leases, in the held-leases format (edge/held.py): for the supervisor of a
-        worker that died, when the node was that worker's alone (issue 17)."""
-        held = Held(frozenset(services.ranges.of_node(node_id)), frozenset(services.lanes.of_node(node_id)))
-        return Response(held.encode(), media_type="application/json")
+    def store(tx: Tx, row: Row) -> Mapping[str, Any]:
+        return store_batch(tx, int(row["group_id"]), str(row["group_name"]), b, wire.blobs, wire.categories)
 
-    @router.get("/rules/{version}")
-    def rules(version: Annotated[int, Path(ge=0, le=2**31)], node_id: Node) -> Response:
-        """The rule set a lease names (its ``rule_version``), as JSON (indexing/rules.py)."""
-        try:
-            rule_set = services.rules.get(version)
-        except KeyError:
-            return JSONResponse({"error": f"no rule set version {version}"}, status_code=404)
-        return Response(rule_set.to_json(), media_type="application/json")
+    receipt = await run(
+        services.ranges.commit_batch, range_id, node_id, epoch, b.from_id, b.to_id, b.headers, store
+    )
+    if receipt.replayed:
+        metrics.batches_replayed.inc()
+    else:
+        metrics.batches.inc()
+        metrics.headers.inc(b.headers)
+        metrics.batch_bytes.inc(len(body))
+        metrics.releases.inc(len(b.fragments))
+    return {**receipt.result, "next": receipt.next_id, "replayed": receipt.replayed}
 
-    @router.post("/ranges/{range_id}/batches")
-    async def batch(range_id: Id, epoch: Epoch, request: Request, node_id: Node) -> dict[str, Any]:
-        """A batch (wire/batch.py): stored with the range's new resume point, or 409 stale."""
-        # The lease first, the body after: a node that holds nothing here gets a 409 before a byte of
-        # its body is read, inflated or parsed (issue 15).
-        held = await run(services.ranges.check, range_id, node_id, epoch)
-        body = await read_body(request, settings.batch_max_bytes)
-        wire = await run(decode_batch, body, settings.batch_max_bytes, settings.batch_max_inflated_bytes)
-        if (wire.range_id, wire.epoch) != (range_id, epoch):
-            raise HTTPException(
-                400,
-                f"the batch names range {wire.range_id} epoch {wire.epoch}, the URL {range_id} epoch {epoch}",
-            )
-        # What the batch may hold: its own articles; a lane's window carries releases open since the
-        # lane's earlier ranges, so for a range granted through a lane, from the group's planned start.
-        low = int(held["group_low"]) if held["lane_epoch"] is not None else wire.batch.from_id
-        group = str(held["group_name"])
-        b = await run(partial(check_authority, wire.batch, group=group, low=low, high=wire.batch.to_id))
 
-        def store(tx: Tx, row: Row) -> Mapping[str, Any]:
-            return store_batch(
-                tx, int(row["group_id"]), str(row["group_name"]), b, wire.blobs, wire.categories
-            )
+@router.post("/ranges/{range_id}/heartbeat")
+def heartbeat(range_id: Id, epoch: Epoch, node_id: Node, services: Svc) -> dict[str, bool]:
+    services.ranges.heartbeat(range_id, node_id, epoch)
+    return {"ok": True}
 
-        receipt = await run(
-            services.ranges.commit_batch, range_id, node_id, epoch, b.from_id, b.to_id, b.headers, store
-        )
-        if receipt.replayed:
-            metrics.batches_replayed.inc()
-        else:
-            metrics.batches.inc()
-            metrics.headers.inc(b.headers)
-            metrics.batch_bytes.inc(len(body))
-            metrics.releases.inc(len(b.fragments))
-        return {**receipt.result, "next": receipt.next_id, "replayed": receipt.replayed}
 
-    @router.post("/ranges/{range_id}/heartbeat")
-    def heartbeat(range_id: Id, epoch: Epoch, node_id: Node) -> dict[str, bool]:
-        services.ranges.heartbeat(range_id, node_id, epoch)
-        return {"ok": True}
+@router.post("/ranges/{range_id}/finish")
+def finish(range_id: Id, epoch: Epoch, node_id: Node, services: Svc) -> dict[str, Any]:
+    done = services.ranges.finish(range_id, node_id, epoch)
+    services.spool.remove(range_id)
+    return {"ok": True, "headers": done.headers}
 
-    @router.post("/ranges/{range_id}/finish")
-    def finish(range_id: Id, epoch: Epoch, node_id: Node) -> dict[str, Any]:
-        done = services.ranges.finish(range_id, node_id, epoch)
+
+@router.post("/ranges/{range_id}/release")
+def release(
+    range_id: Id, epoch: Epoch, node_id: Node, services: Svc, reclaim: Reclaim = False
+) -> dict[str, Any]:
+    """Back to planned, or finished when read to its end (leases/ranges.py ``release``)."""
+    outcome = services.ranges.release(range_id, node_id, epoch, reclaim=reclaim)
+    if outcome == "finished":
         services.spool.remove(range_id)
-        return {"ok": True, "headers": done.headers}
+    return {"ok": True, "outcome": outcome}
 
-    @router.post("/ranges/{range_id}/release")
-    def release(range_id: Id, epoch: Epoch, node_id: Node, reclaim: Reclaim = False) -> dict[str, Any]:
-        """Back to planned, or finished when read to its end (leases/ranges.py ``release``)."""
-        outcome = services.ranges.release(range_id, node_id, epoch, reclaim=reclaim)
-        if outcome == "finished":
-            services.spool.remove(range_id)
-        return {"ok": True, "outcome": outcome}
 
-    @router.post("/ranges/{range_id}/corrupt")
-    def corrupt(range_id: Id, epoch: Epoch, report: CorruptReport, node_id: Node) -> dict[str, Any]:
-        row = services.ranges.check(range_id, node_id, epoch)
-        outcome = services.ranges.corrupt(range_id, node_id, epoch, report.chunk_from, report.crc)
-        for span in chunk_spans(int(row["start_id"]), int(row["end_id"]), settings.chunk_articles):
-            if span.first == report.chunk_from:
-                # Only the copy the worker read: a plain copy stored since then is good.
-                if reported(services.spool.read(range_id, span), report.crc):
-                    services.spool.remove_chunk(range_id, span)
-                where = CorpusRange(str(row["group_name"]), int(row["start_id"]), int(row["end_id"]))
-                if outcome.capture and reported(services.corpus.read(where, span), report.crc):
-                    services.corpus.remove_chunk(where, span)
-        log.warning("range.corrupt", range=range_id, chunk=report.chunk_from, failed=outcome.failed)
-        return {"ok": True, "failed": outcome.failed, "reason": outcome.reason}
+@router.post("/ranges/{range_id}/corrupt")
+def corrupt(
+    range_id: Id, epoch: Epoch, report: CorruptReport, node_id: Node, services: Svc, settings: Config
+) -> dict[str, Any]:
+    row = services.ranges.check(range_id, node_id, epoch)
+    outcome = services.ranges.corrupt(range_id, node_id, epoch, report.chunk_from, report.crc)
+    for span in chunk_spans(int(row["start_id"]), int(row["end_id"]), settings.chunk_articles):
+        if span.first == report.chunk_from:
+            # Only the copy the worker read: a plain copy stored since then is good.
+            if reported(services.spool.read(range_id, span), report.crc):
+                services.spool.remove_chunk(range_id, span)
+            where = CorpusRange(str(row["group_name"]), int(row["start_id"]), int(row["end_id"]))
+            if outcome.capture and reported(services.corpus.read(where, span), report.crc):
+                services.corpus.remove_chunk(where, span)
+    log.warning("range.corrupt", range=range_id, chunk=report.chunk_from, failed=outcome.failed)
+    return {"ok": True, "failed": outcome.failed, "reason": outcome.reason}
 
-    @router.get("/ranges/{range_id}/stream", response_class=StreamingResponse)
-    def stream(range_id: Id, epoch: Epoch, node_id: Node) -> StreamingResponse:
-        row = services.ranges.check(range_id, node_id, epoch)
-        start, end, resume = int(row["start_id"]), int(row["end_id"]), int(row["next_id"])
-        spans = chunk_spans(start, end, settings.chunk_articles, resume)
-        corpus = CorpusRange(str(row["group_name"]), start, end) if row["capture"] else None
-        slot = streams.take(node_id)
-        return StreamingResponse(
-            frames(services, range_id, node_id, epoch, spans, corpus, slot),
-            media_type="application/octet-stream",
-            background=BackgroundTask(slot.release),  # also when the body never started
-        )
 
-    # -- group lanes ----------------------------------------------------------------------------
+@router.get("/ranges/{range_id}/stream", response_class=StreamingResponse)
+def stream(
+    range_id: Id, epoch: Epoch, node_id: Node, services: Svc, settings: Config, streams: Streams
+) -> StreamingResponse:
+    row = services.ranges.check(range_id, node_id, epoch)
+    start, end, resume = int(row["start_id"]), int(row["end_id"]), int(row["next_id"])
+    spans = chunk_spans(start, end, settings.chunk_articles, resume)
+    corpus = CorpusRange(str(row["group_name"]), start, end) if row["capture"] else None
+    slot = streams.take(node_id)
+    return StreamingResponse(
+        frames(services, range_id, node_id, epoch, spans, corpus, slot),
+        media_type="application/octet-stream",
+        background=BackgroundTask(slot.release),  # also when the body never started
+    )
 
-    @router.post("/groups/lease", responses={204: {"description": "No lane to lease now"}})
-    def lease_group(lane: LaneParam, node_id: Node) -> Any:
-        granted = services.lanes.lease(node_id, lane)
-        if granted is None:
-            return Response(status_code=204)
-        return {
-            "group": {
-                "id": granted.group_id,
-                "name": granted.group,
-                "lane": granted.lane,
-                "epoch": granted.epoch,
-                "ttl": settings.lease_ttl_seconds,
-            },
-            "snapshot": None
-            if granted.snapshot_next is None
-            else {"next": granted.snapshot_next, "size": granted.snapshot_size},
-        }
 
-    @router.post("/groups/{group_id}/next", responses={204: {"description": "Nothing left in the lane now"}})
-    def next_range(group_id: Id, lane: LaneParam, epoch: Epoch, node_id: Node) -> Any:
-        granted = services.lanes.next(group_id, node_id, lane, epoch)
-        if granted is None:
-            return Response(status_code=204)
-        return lease_body(granted)
+# -- group lanes ----------------------------------------------------------------------------
 
-    @router.post("/groups/{group_id}/heartbeat")
-    def group_heartbeat(group_id: Id, lane: LaneParam, epoch: Epoch, node_id: Node) -> dict[str, bool]:
-        services.lanes.heartbeat(group_id, node_id, lane, epoch)
-        return {"ok": True}
 
-    @router.post("/groups/{group_id}/release")
-    def release_group(
-        group_id: Id, lane: LaneParam, epoch: Epoch, node_id: Node, reclaim: Reclaim = False
-    ) -> dict[str, bool]:
-        services.lanes.release(group_id, node_id, lane, epoch, reclaim=reclaim)
-        return {"ok": True}
+@router.post("/groups/lease", responses={204: {"description": "No lane to lease now"}})
+def lease_group(lane: LaneParam, node_id: Node, services: Svc, settings: Config) -> Any:
+    granted = services.lanes.lease(node_id, lane)
+    if granted is None:
+        return Response(status_code=204)
+    return {
+        "group": {
+            "id": granted.group_id,
+            "name": granted.group,
+            "lane": granted.lane,
+            "epoch": granted.epoch,
+            "ttl": settings.lease_ttl_seconds,
+        },
+        "snapshot": None
+        if granted.snapshot_next is None
+        else {"next": granted.snapshot_next, "size": granted.snapshot_size},
+    }
 
-    @router.put("/groups/{group_id}/snapshot")
-    async def put_snapshot(
-        group_id: Id,
-        lane: LaneParam,
-        epoch: Epoch,
-        request: Request,
-        node_id: Node,
-        next: Annotated[int, Query(ge=1, le=MAX_ID, description="The article the window stands at")],
-    ) -> dict[str, Any]:
-        lane = check_lane(lane)
-        await run(services.lanes.heartbeat, group_id, node_id, lane, epoch)
-        # Streamed to storage as it arrives, then recorded under the lane's epoch: a holder that lost
-        # the lane meanwhile writes a blob nobody points to, and the next PUT's prune removes it.
-        location, writer = await run(services.snapshots.writer, group_id, lane, next, epoch)
-        try:
-            pending = bytearray()
-            async for piece in request.stream():
-                pending += piece
-                if len(pending) >= SNAPSHOT_WRITE_BYTES:
-                    await run(writer.write, bytes(pending))
-                    pending.clear()
-            if pending:
+
+@router.post("/groups/{group_id}/next", responses={204: {"description": "Nothing left in the lane now"}})
+def next_range(group_id: Id, lane: LaneParam, epoch: Epoch, node_id: Node, services: Svc) -> Any:
+    granted = services.lanes.next(group_id, node_id, lane, epoch)
+    if granted is None:
+        return Response(status_code=204)
+    return lease_body(granted)
+
+
+@router.post("/groups/{group_id}/heartbeat")
+def group_heartbeat(
+    group_id: Id, lane: LaneParam, epoch: Epoch, node_id: Node, services: Svc
+) -> dict[str, bool]:
+    services.lanes.heartbeat(group_id, node_id, lane, epoch)
+    return {"ok": True}
+
+
+@router.post("/groups/{group_id}/release")
+def release_group(
+    group_id: Id, lane: LaneParam, epoch: Epoch, node_id: Node, services: Svc, reclaim: Reclaim = False
+) -> dict[str, bool]:
+    services.lanes.release(group_id, node_id, lane, epoch, reclaim=reclaim)
+    return {"ok": True}
+
+
+@router.put("/groups/{group_id}/snapshot")
+async def put_snapshot(
+    group_id: Id,
+    lane: LaneParam,
+    epoch: Epoch,
+    request: Request,
+    node_id: Node,
+    next: Annotated[int, Query(ge=1, le=MAX_ID, description="The article the window stands at")],
+    services: Svc,
+    settings: Config,
+) -> dict[str, Any]:
+    lane = check_lane(lane)
+    await run(services.lanes.heartbeat, group_id, node_id, lane, epoch)
+    # Streamed to storage as it arrives, then recorded under the lane's epoch: a holder that lost
+    # the lane meanwhile writes a blob nobody points to, and the next PUT's prune removes it.
+    location, writer = await run(services.snapshots.writer, group_id, lane, next, epoch)
+    try:
+        pending = bytearray()
+        async for piece in request.stream():
+            pending += piece
+            if len(pending) >= SNAPSHOT_WRITE_BYTES:
                 await run(writer.write, bytes(pending))
-        except BlobTooLarge as error:
-            raise HTTPException(413, f"snapshot over the {settings.snapshot_max_bytes}-byte cap") from error
-        except BaseException:
-            await run(writer.abort)
-            raise
-        size = await run(writer.commit)
-        await run(
-            services.lanes.record_snapshot,
+                pending.clear()
+        if pending:
+            await run(writer.write, bytes(pending))
+    except BlobTooLarge as error:
+        raise HTTPException(413, f"snapshot over the {settings.snapshot_max_bytes}-byte cap") from error
+    except BaseException:
+        await run(writer.abort)
+        raise
+    size = await run(writer.commit)
+    await run(
+        services.lanes.record_snapshot,
+        group_id,
+        node_id,
+        lane,
+        epoch,
+        next=next,
+        size=size,
+        location=location,
+    )
+    kept = await run(services.lanes.kept_locations, group_id, lane)
+    await run(services.snapshots.prune, group_id, lane, kept)
+    return {"ok": True, "next": next, "size": size}
+
+
+@router.post("/groups/{group_id}/flush")
+async def flush_lane(
+    group_id: Id,
+    lane: LaneParam,
+    epoch: Epoch,
+    request: Request,
+    node_id: Node,
+    next: Annotated[int, Query(ge=1, le=MAX_ID, description="The article the window stands at")],
+    services: Svc,
+    settings: Config,
+) -> dict[str, Any]:
+    """A lane given up: its open releases (a batch, range 0) stored and an empty window
+    recorded at ``next``, in one transaction under the lane's epoch."""
+    lane = check_lane(lane)
+    held = await run(services.lanes.held_lane, group_id, node_id, lane, epoch)  # before the body
+    body = await read_body(request, settings.batch_max_bytes)
+    wire = await run(decode_batch, body, settings.batch_max_bytes, settings.batch_max_inflated_bytes)
+    if (wire.range_id, wire.epoch) != (0, epoch):
+        raise HTTPException(400, f"a flush names range 0 and the lane's epoch {epoch}")
+    planned = await run(services.groups.get, held)
+    flushed = await run(
+        partial(
+            check_authority,
+            wire.batch,
+            group=held,
+            low=int(planned["history_low"] or 0),
+            high=int(planned["tail_next"] or 1) - 1,
+        )
+    )
+    empty = Window(held, position=next).snapshot()
+    location, size = await run(services.snapshots.write, group_id, lane, next, epoch, [empty], "flushed")
+    result: dict[str, Any] = {}
+
+    def store(tx: Tx, row: Row) -> None:
+        result.update(store_batch(tx, group_id, str(row["name"]), flushed, wire.blobs, wire.categories))
+
+    await run(
+        partial(
+            services.lanes.flush,
             group_id,
             node_id,
             lane,
@@ -292,84 +373,35 @@ def node_router(services: Services, metrics: Metrics) -> APIRouter:
             next=next,
             size=size,
             location=location,
+            store=store,
         )
-        kept = await run(services.lanes.kept_locations, group_id, lane)
-        await run(services.snapshots.prune, group_id, lane, kept)
-        return {"ok": True, "next": next, "size": size}
+    )
+    kept = await run(services.lanes.kept_locations, group_id, lane)
+    await run(services.snapshots.prune, group_id, lane, kept)
+    return {"ok": True, **result}
 
-    @router.post("/groups/{group_id}/flush")
-    async def flush_lane(
-        group_id: Id,
-        lane: LaneParam,
-        epoch: Epoch,
-        request: Request,
-        node_id: Node,
-        next: Annotated[int, Query(ge=1, le=MAX_ID, description="The article the window stands at")],
-    ) -> dict[str, Any]:
-        """A lane given up: its open releases (a batch, range 0) stored and an empty window
-        recorded at ``next``, in one transaction under the lane's epoch."""
-        lane = check_lane(lane)
-        held = await run(services.lanes.held_lane, group_id, node_id, lane, epoch)  # before the body
-        body = await read_body(request, settings.batch_max_bytes)
-        wire = await run(decode_batch, body, settings.batch_max_bytes, settings.batch_max_inflated_bytes)
-        if (wire.range_id, wire.epoch) != (0, epoch):
-            raise HTTPException(400, f"a flush names range 0 and the lane's epoch {epoch}")
-        planned = await run(services.groups.get, held)
-        flushed = await run(
-            partial(
-                check_authority,
-                wire.batch,
-                group=held,
-                low=int(planned["history_low"] or 0),
-                high=int(planned["tail_next"] or 1) - 1,
-            )
-        )
-        empty = Window(held, position=next).snapshot()
-        location, size = await run(services.snapshots.write, group_id, lane, next, epoch, [empty], "flushed")
-        result: dict[str, Any] = {}
 
-        def store(tx: Tx, row: Row) -> None:
-            result.update(store_batch(tx, group_id, str(row["name"]), flushed, wire.blobs, wire.categories))
-
-        await run(
-            partial(
-                services.lanes.flush,
-                group_id,
-                node_id,
-                lane,
-                epoch,
-                next=next,
-                size=size,
-                location=location,
-                store=store,
-            )
-        )
-        kept = await run(services.lanes.kept_locations, group_id, lane)
-        await run(services.snapshots.prune, group_id, lane, kept)
-        return {"ok": True, **result}
-
-    @router.get("/groups/{group_id}/snapshot", response_class=StreamingResponse)
-    def get_snapshot(
-        group_id: Id,
-        lane: LaneParam,
-        epoch: Epoch,
-        node_id: Node,
-        next: Annotated[
-            int | None, Query(ge=1, le=MAX_ID, description="The one standing at this article")
-        ] = None,
-    ) -> Response:
-        snapshot = services.lanes.snapshot(group_id, node_id, lane, epoch, at=next)
-        opened = None if snapshot is None else services.snapshots.open(snapshot.location)
-        if snapshot is None or opened is None:
-            return JSONResponse({"error": "no snapshot"}, status_code=404)
-        size, pieces = opened
-        return StreamingResponse(
-            pieces,
-            media_type="application/octet-stream",
-            headers={"Content-Length": str(size), "X-Snapshot-Next": str(snapshot.next)},
-        )
-
-    return router
+@router.get("/groups/{group_id}/snapshot", response_class=StreamingResponse)
+def get_snapshot(
+    group_id: Id,
+    lane: LaneParam,
+    epoch: Epoch,
+    node_id: Node,
+    services: Svc,
+    next: Annotated[
+        int | None, Query(ge=1, le=MAX_ID, description="The one standing at this article")
+    ] = None,
+) -> Response:
+    snapshot = services.lanes.snapshot(group_id, node_id, lane, epoch, at=next)
+    opened = None if snapshot is None else services.snapshots.open(snapshot.location)
+    if snapshot is None or opened is None:
+        return JSONResponse({"error": "no snapshot"}, status_code=404)
+    size, pieces = opened
+    return StreamingResponse(
+        pieces,
+        media_type="application/octet-stream",
+        headers={"Content-Length": str(size), "X-Snapshot-Next": str(snapshot.next)},
+    )
 
 
 class StreamSlot:
@@ -447,7 +479,7 @@ async def frames(
                     if time.monotonic() - quiet_since >= settings.stream_keepalive_seconds:
                         quiet_since = time.monotonic()
                         yield encode_keepalive()
-                        if not await run(heartbeat, services, range_id, node_id, epoch):
+                        if not await run(keep_alive, services, range_id, node_id, epoch):
                             return
                     try:
                         await asyncio.wait_for(arrived.wait(), poll)
@@ -456,7 +488,7 @@ async def frames(
             for part in encode_frame_parts(span.first, span.last, data):
                 yield part
             # Streaming keeps the lease alive.
-            if not await run(heartbeat, services, range_id, node_id, epoch):
+            if not await run(keep_alive, services, range_id, node_id, epoch):
                 return
         yield encode_end()
     finally:
@@ -479,7 +511,7 @@ def read_chunk(
         return None
 
 
-def heartbeat(services: Services, range_id: int, node_id: int, epoch: int) -> bool:
+def keep_alive(services: Services, range_id: int, node_id: int, epoch: int) -> bool:
     try:
         services.ranges.heartbeat(range_id, node_id, epoch)
     except LeaseLost as lost:
