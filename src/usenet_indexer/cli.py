@@ -6,7 +6,7 @@ import gc
 import os
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 import typer.core
@@ -117,7 +117,7 @@ def services_of(ctx: typer.Context) -> Services:
     return services
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     typer.secho(message, err=True, fg=typer.colors.RED)
     raise typer.Exit(1)
 
@@ -132,7 +132,6 @@ def operate(ctx: typer.Context, operation: Callable[[Operations], Done], secret_
         done = operation(Operations.of(services_of(ctx)))
     except Refused as refusal:
         fail(str(refusal))
-        raise  # unreachable: fail exits
     if done.secret is None:
         typer.echo(done.message)
     else:

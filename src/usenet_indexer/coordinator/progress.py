@@ -140,6 +140,22 @@ class Progress:
         return all(g.ranges.get("planned", 0) + g.ranges.get("leased", 0) == 0 for g in self.groups)
 
 
+def read_workers(tx: Tx, *, ttl: float, window: float) -> list[Worker]:
+    """Every node with its live leases and the headers its batches stored in the last ``window`` s."""
+    return [
+        Worker(
+            id=int(w["id"]),
+            name=str(w["name"]),
+            enabled=bool(w["enabled"]),
+            last_seen_at=w["last_seen_at"],
+            live_leases=int(w["live_leases"]),
+            headers=int(w["recent_headers"]),
+            window=window,
+        )
+        for w in tx.run("dashboard_workers", {"ttl": ttl, "window": window})
+    ]
+
+
 def read_progress(
     tx: Tx,
     groups: list[GroupSummary],
@@ -160,18 +176,7 @@ def read_progress(
         (int(r["group_id"]), str(r["lane"])): Lane(int(r["ranges"]), int(r["articles"]), int(r["read"]))
         for r in tx.run("dashboard_lanes")
     }
-    workers = [
-        Worker(
-            id=int(w["id"]),
-            name=str(w["name"]),
-            enabled=bool(w["enabled"]),
-            last_seen_at=w["last_seen_at"],
-            live_leases=int(w["live_leases"]),
-            headers=int(w["recent_headers"]),
-            window=window,
-        )
-        for w in tx.run("dashboard_workers", {"ttl": ttl, "window": window})
-    ]
+    workers = read_workers(tx, ttl=ttl, window=window)
     if catalog is None:
         catalog = tx.one("dashboard_catalog")
         assert catalog is not None

@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
 from usenet_indexer.coordinator.http.access import AdminForm, AdminPage, optional_int
-from usenet_indexer.coordinator.http.dashboard import dashboard
+from usenet_indexer.coordinator.http.dashboard import dashboard, workers
 from usenet_indexer.coordinator.http.pages import refused, render, sentence
 from usenet_indexer.coordinator.http.state import Ops, Svc
 from usenet_indexer.coordinator.planning import DEFAULT_BACKFILL_DAYS, Backfill, BackfillError
@@ -122,13 +122,13 @@ async def admin_retry(request: Request, range_id: str, form: AdminForm, ops: Ops
 
 async def nodes_page(request: Request, services: Services, ops: Operations, **context: Any) -> Response:
     nodes = await run_in_threadpool(ops.list_nodes)
-    board = await run_in_threadpool(dashboard, services)
+    found = await run_in_threadpool(workers, services)
     return render(
         request,
         "admin_nodes.html",
         refused(context.get("error")),
         nodes=nodes,
-        workers={w.id: w for w in board.workers},
+        workers={w.id: w for w in found},
         **context,
     )
 

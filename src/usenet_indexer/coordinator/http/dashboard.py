@@ -13,7 +13,7 @@ from usenet_indexer.coordinator.http.charts import (
     rate_chart_svg,
     rate_series,
 )
-from usenet_indexer.coordinator.progress import Lane, Probes, Worker, read_progress
+from usenet_indexer.coordinator.progress import Lane, Probes, Worker, read_progress, read_workers
 from usenet_indexer.coordinator.registries.groups import GroupSummary
 from usenet_indexer.coordinator.services import Services
 from usenet_indexer.db import Row
@@ -56,6 +56,12 @@ class Dashboard:
     errors: list[str] = field(default_factory=list)
 
 
+def workers(services: Services) -> list[Worker]:
+    """The nodes as the dashboard shows them (the admin's nodes page: without the rest of it)."""
+    with services.db.transaction(write=False) as tx:
+        return read_workers(tx, ttl=services.settings.lease_ttl_seconds, window=RATE_WINDOW_SECONDS)
+
+
 def dashboard(services: Services) -> Dashboard:
     summaries = services.groups.summaries()
     with services.db.transaction(write=False) as tx:
@@ -76,7 +82,7 @@ def dashboard(services: Services) -> Dashboard:
         spool = services.spool.size()
     except OSError:
         spool = 0
-    workers = progress.workers
+    found = progress.workers
     return Dashboard(
         now=now,
         groups=[
@@ -89,7 +95,7 @@ def dashboard(services: Services) -> Dashboard:
             for g in summaries
         ],
         statuses=progress.statuses,
-        workers=workers,
+        workers=found,
         leases=leases,
         failed=failed,
         releases=progress.catalog.releases,
@@ -97,7 +103,7 @@ def dashboard(services: Services) -> Dashboard:
         catalog_bytes=progress.catalog.bytes,
         newest_release=progress.catalog.newest,
         spool_bytes=spool,
-        headers_per_second=sum(w.headers_per_second for w in workers),
-        live_workers=sum(1 for w in workers if w.live),
+        headers_per_second=sum(w.headers_per_second for w in found),
+        live_workers=sum(1 for w in found if w.live),
         probes=progress.probes,
     )
