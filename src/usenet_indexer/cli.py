@@ -14,6 +14,7 @@ import typer.core
 from usenet_indexer.coordinator.planning import DEFAULT_BACKFILL_DAYS, Backfill, BackfillError
 from usenet_indexer.edge.main import DEFAULT_BATCH_ARTICLES, DEFAULT_IDLE_SECONDS, stop_on_signals
 from usenet_indexer.logs import configure_logging
+from usenet_indexer.readable import ago
 from usenet_indexer.settings import Settings, load_settings, settings_problem
 
 if TYPE_CHECKING:
@@ -172,7 +173,7 @@ def nodes_list(ctx: typer.Context) -> None:
     if not nodes:
         typer.echo("no nodes: add one with `usenet-indexer nodes add NAME`")
     for node in nodes:
-        seen = "never" if node.last_seen_at is None else f"{ago(node.now - node.last_seen_at)} ago"
+        seen = ago(None if node.last_seen_at is None else node.now - node.last_seen_at)
         state = "enabled" if node.enabled else "disabled"
         typer.echo(f"{node.name}\t{state}\tlast seen {seen}\t{node.leased} ranges leased")
 
@@ -436,7 +437,7 @@ def users_list(ctx: typer.Context) -> None:
         state = "enabled" if u.enabled else "disabled"
         requests = "no limit" if u.requests_per_day is None else str(u.requests_per_day)
         downloads = "no limit" if u.downloads_per_day is None else str(u.downloads_per_day)
-        seen = "never" if u.last_seen_at is None else f"{ago(u.now - u.last_seen_at)} ago"
+        seen = ago(None if u.last_seen_at is None else u.now - u.last_seen_at)
         typer.echo(
             f"{u.name}\t{state}\trequests today {u.requests_today}/{requests}"
             f"\tdownloads today {u.downloads_today}/{downloads}\tlast seen {seen}"
@@ -813,14 +814,6 @@ def edge(
     settings = settings_of(ctx)
     args = options.child_options(settings.log_level, settings.log_format)
     raise typer.Exit(supervise(count, args, stop=stop, until_done=ranges is not None, client_for=client_for))
-
-
-def ago(seconds: float) -> str:
-    seconds = max(0.0, seconds)
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.0f} {unit}"
-    return f"{seconds:.0f} s"
 
 
 def main() -> None:

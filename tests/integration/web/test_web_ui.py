@@ -16,8 +16,8 @@ from tests.integration.web.conftest import ADMIN_PASSWORD, GROUP
 from tests.support.store import query
 from usenet_indexer.cli import app as cli_app
 from usenet_indexer.coordinator.http.access import MAX_FORM_BYTES
-from usenet_indexer.coordinator.http.pages import ago, human_bytes, human_number
 from usenet_indexer.coordinator.services import Services
+from usenet_indexer.readable import ago, human_bytes, human_number
 
 
 def csrf_of(html: str) -> str:
