@@ -19,9 +19,10 @@ from usenet_indexer.coordinator.http.access import operator_only
 from usenet_indexer.coordinator.http.lockout import LoginLockout
 from usenet_indexer.coordinator.http.metrics import Metrics
 from usenet_indexer.coordinator.http.network import RequestLimits
-from usenet_indexer.coordinator.http.node_api import StreamSlots, install_error_handlers
+from usenet_indexer.coordinator.http.node_api import install_error_handlers
 from usenet_indexer.coordinator.http.pages import install_page_handlers
 from usenet_indexer.coordinator.http.state import Meter, Svc
+from usenet_indexer.coordinator.http.streams import StreamSlots
 from usenet_indexer.coordinator.registries.operations import Operations
 from usenet_indexer.coordinator.services import Services
 

@@ -8,17 +8,15 @@ for what is an attribute read.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 from fastapi import Depends, Request
 
 from usenet_indexer.coordinator.http.metrics import Metrics
+from usenet_indexer.coordinator.http.streams import StreamSlots
 from usenet_indexer.coordinator.registries.operations import Operations
 from usenet_indexer.coordinator.services import Services
 from usenet_indexer.settings import Settings
-
-if TYPE_CHECKING:
-    from usenet_indexer.coordinator.http.node_api import StreamSlots
 
 
 async def services_of(request: Request) -> Services:
@@ -50,4 +48,4 @@ Svc = Annotated[Services, Depends(services_of)]
 Config = Annotated[Settings, Depends(settings_of)]
 Meter = Annotated[Metrics, Depends(metrics_of)]
 Ops = Annotated[Operations, Depends(operations_of)]
-Streams = Annotated["StreamSlots", Depends(streams_of)]
+Streams = Annotated[StreamSlots, Depends(streams_of)]
