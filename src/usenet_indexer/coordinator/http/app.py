@@ -21,7 +21,7 @@ from usenet_indexer.coordinator.http.metrics import Metrics
 from usenet_indexer.coordinator.http.network import RequestLimits
 from usenet_indexer.coordinator.http.node_api import install_error_handlers
 from usenet_indexer.coordinator.http.pages import install_page_handlers
-from usenet_indexer.coordinator.http.state import Meter, Svc
+from usenet_indexer.coordinator.http.state import Meter, Ops
 from usenet_indexer.coordinator.http.streams import StreamSlots
 from usenet_indexer.coordinator.registries.operations import Operations
 from usenet_indexer.coordinator.services import Services
@@ -46,7 +46,7 @@ def prometheus(metrics: Meter) -> Response:
 
 
 @operator.get("/api/v1/status")
-def status(services: Svc) -> dict[str, object]:
+def status(ops: Ops) -> dict[str, object]:
     """Groups with their ranges by status (what `groups list` prints)."""
     return {
         "groups": [
@@ -59,7 +59,7 @@ def status(services: Svc) -> dict[str, object]:
                 "articles": g.articles,
                 "error": g.error,
             }
-            for g in Operations.of(services).list_groups()
+            for g in ops.list_groups()
         ]
     }
 
