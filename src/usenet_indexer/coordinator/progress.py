@@ -99,6 +99,25 @@ def probes_of(rows: list[Row], joined: Row | None) -> Probes:
     return out
 
 
+def probes_counted(rows: list[Row]) -> Probes:
+    """``dashboard_probes`` (counts by status and priority only) as :class:`Probes`: a quarter of the
+    cost of ``metrics_probes``, which sums what every probe fetched."""
+    out = Probes()
+    for r in rows:
+        status, n, password = str(r["status"]), int(r["n"]), int(r["priority"]) != 0
+        if not password:
+            out.names[status] = out.names.get(status, 0) + n
+        if status == "done":
+            out.passwords += n if password else 0
+            out.named += 0 if password else n
+        elif status == "failed":
+            out.failed += n
+        else:
+            out.pending += n
+            out.passwords_pending += n if password and status in PENDING else 0
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class Catalog:
     releases: int
@@ -164,12 +183,13 @@ def read_progress(
     window: float,
     catalog: Row | None = None,
     releases_by_group: bool = False,
-    joined: bool = True,
+    costs: bool = True,
 ) -> Progress:
     """The progress of ``groups`` (``Groups.summaries()``) in ``tx``: workers' headers over ``window``
     seconds; the catalog's totals read now unless given (``catalog``, read earlier); the releases each
     group found only when asked (``releases_by_group``: `run`'s view shows them, the dashboard not);
-    the releases joined from loose files unless not (``joined``: a scan `run`'s view has no use for)."""
+    the probes with what they fetched and the releases joined from loose files unless not (``costs``:
+    the dashboard's card shows them; `run`'s view, reading once a second, only counts probes)."""
     clock = tx.one("database_now")
     assert clock is not None
     lanes = {
@@ -189,6 +209,8 @@ def read_progress(
         lanes=lanes,
         workers=workers,
         catalog=catalog_of(catalog),
-        probes=probes_of(tx.run("metrics_probes"), tx.one("metrics_joined") if joined else None),
+        probes=probes_of(tx.run("metrics_probes"), tx.one("metrics_joined"))
+        if costs
+        else probes_counted(tx.run("dashboard_probes")),
         releases_by_group=found,
     )

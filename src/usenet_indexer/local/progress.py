@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from usenet_indexer.catalog.grouping import Grouper
 from usenet_indexer.coordinator.progress import Lane, read_progress
@@ -168,7 +168,7 @@ class ProgressReader:
                 window=_ALL_TIME,
                 catalog=self._totals(tx, fresh),
                 releases_by_group=True,
-                joined=False,
+                costs=False,
             )
         probes, passwords = dict(progress.probes.names), progress.probes.passwords_pending
         if not services.settings.probe_bodies:
@@ -182,7 +182,9 @@ class ProgressReader:
 
         def lane(group_id: int, name: str) -> Lane:
             found = progress.lane(group_id, name)
-            return replace(found, rate=lane_rate((group_id, name))) if found.ranges else found
+            if not found.ranges:
+                return found
+            return Lane(found.ranges, found.articles, found.read, lane_rate((group_id, name)))
 
         read = float(sum(lane.read for lane in progress.lanes.values()))
         if self._began is None or (self._changed is None and read == self._began[1]):

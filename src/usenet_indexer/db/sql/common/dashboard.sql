@@ -68,3 +68,8 @@ RETURNING id
 -- name: range_retry_forget_chunks
 -- ... and its chunks' corrupt reports forgotten: the retry goes down the corrupt path from the start.
 DELETE FROM plain_chunks WHERE range_id = :range_id
+
+-- name: dashboard_probes
+-- The probe queue by status and priority (0: obfuscated releases still to be named; 1: releases named
+-- by their subjects whose password is still to be read).
+SELECT status, priority, count(*) AS n FROM probe_queue GROUP BY status, priority
