@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from usenet_indexer.coordinator.planning import Backfill, BackfillError
 from usenet_indexer.coordinator.registries.groups import GroupError, Groups, GroupSummary
@@ -24,8 +24,22 @@ from usenet_indexer.coordinator.registries.users import UserError, UserInfo, Use
 from usenet_indexer.indexing.rules import Rule, RuleError, RuleSet, SubjectMatch
 from usenet_indexer.indexing.rules import test as test_subject
 
-if TYPE_CHECKING:
-    from usenet_indexer.coordinator.services import Services
+
+class Registries(Protocol):
+    """What the operations act on: the coordinator's services have them (a protocol, so that this
+    layer imports nothing of the wiring above it)."""
+
+    @property
+    def nodes(self) -> Nodes: ...
+
+    @property
+    def users(self) -> Users: ...
+
+    @property
+    def groups(self) -> Groups: ...
+
+    @property
+    def rules(self) -> RuleStore: ...
 
 
 class Refused(ValueError):
@@ -71,8 +85,8 @@ class Operations:
         self.rules = rules
 
     @classmethod
-    def of(cls, services: Services) -> Operations:
-        return cls(services.nodes, services.users, services.groups, services.rules)
+    def of(cls, registries: Registries) -> Operations:
+        return cls(registries.nodes, registries.users, registries.groups, registries.rules)
 
     # -- nodes ------------------------------------------------------------------------------------
 
