@@ -1,13 +1,13 @@
-"""Hatch build hook: compiles the indexer's optional C accelerator (indexing/_speedups.c).
+"""Hatch build hook: compiles the indexer's optional C accelerator (accelerator/_speedups.c).
 
 The wheel is built with it when a C compiler and the Python headers are there, and without it otherwise:
 a failed compile is a warning, never a failed install, and the indexer then runs its pure-Python loops
-(indexing/_native.py says which one is in use, and why).
+(accelerator/__init__.py says which one is in use, and why).
 
 * A regular wheel (``uv build``, ``pip install .``): the extension is compiled in a temporary directory
   and put in the wheel, which is then tagged for this interpreter and platform.
 * An editable install (``uv sync``): the extension is compiled next to its source, in
-  src/usenet_indexer/indexing/ (git ignores it), because that is the directory the install imports from.
+  src/usenet_indexer/accelerator/ (git ignores it), because that is the directory the install imports from.
   The new file replaces the old one by a rename, so a running process keeps the one it loaded.
 
 uv rebuilds the project when the C file changes (``[tool.uv] cache-keys`` in pyproject.toml); to force it:
@@ -30,8 +30,8 @@ from typing import Any
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
-SOURCE = Path("src/usenet_indexer/indexing/_speedups.c")
-PACKAGE_DIR = "usenet_indexer/indexing"
+SOURCE = Path("src/usenet_indexer/accelerator/_speedups.c")
+PACKAGE_DIR = "usenet_indexer/accelerator"
 COMPILE_TIMEOUT = 300  # seconds; a compiler stuck for longer is treated as missing
 
 

@@ -16,6 +16,10 @@
    database); the time is the whole command's. Then the catalog must hold every posted article
    exactly once (the message-ids of the releases' segments).
 
+The coordinator's **fixed cost** (start-up, starting the workers, shutdown) is measured apart, by a
+whole run over a corpus of ``FIXED_N`` articles (a group of its own) just before each store's run, and
+printed with the run's coordinator CPU per header without it (``…_after_startup``).
+
 CPU per header from /proc, per process: the **coordinator** (run's own process), the **workers** (run's
 children: they are reaped by run, so their CPU is read from run's ``cutime + cstime`` while it is a
 zombie, before this script reaps it), the **news server** (an nnrpd daemon of this benchmark's own on
@@ -72,6 +76,8 @@ from usenet_indexer.indexing import sample, unpack_segments
 SEED = 17
 CHUNK = 20_000  # the default chunk_articles: what the bare reader asks per OVER
 CONNECTIONS = 2
+# The run that measures the coordinator's fixed cost apart: this few articles' own work is ~0.01 core-s.
+FIXED_N = 1_000
 _OURS = re.compile(r"<?e2e(\d{8})\.")
 
 
@@ -372,6 +378,7 @@ def main() -> None:
     args = parser.parse_args()
     n = args.articles or (200_000 if args.quick else 1_000_000)
     group, low, high = ensure_corpus(n)
+    small, _, _ = ensure_corpus(FIXED_N)
     result: dict[str, object] = {"n": n, "group": group, "nntp_compression": args.nntp_compression or "auto"}
     keep = contextlib.nullcontext(tempfile.mkdtemp(prefix="uibench-e2e")) if args.keep else None
     with keep or tempfile.TemporaryDirectory(prefix="uibench-e2e") as folder:
@@ -401,7 +408,13 @@ def main() -> None:
             )
             for store in args.stores:
 
-                def run_on(data_dir: Path, kill_at: list[float] | None = None, store: str = store) -> Run:
+                def run_on(
+                    data_dir: Path,
+                    kill_at: list[float] | None = None,
+                    store: str = store,
+                    group: str = group,
+                    n: int = n,
+                ) -> Run:
                     assert daemon.pgid is not None
                     if store == "sqlite":
                         url = f"sqlite:///{data_dir / 'usenet-indexer.db'}"
@@ -413,8 +426,10 @@ def main() -> None:
                             store, url, data_dir, group, port, daemon.pgid, n, args.nntp_compression, kill_at
                         )
 
+                fixed = run_on(Path(folder) / f"{store}-fixed", group=small, n=FIXED_N)
                 run = run_on(Path(folder) / store)
                 report(run, n, bare_s, result)
+                report_fixed(fixed, run, n, result)
                 if args.kill:
                     at = [run.seconds * (i + 1) / (args.kill + 1) for i in range(args.kill)]
                     killed = run_on(Path(folder) / f"{store}-kill", at)
@@ -424,6 +439,8 @@ def main() -> None:
     if "sqlite" in args.stores:
         for key in (
             "us_per_header_coordinator",
+            "us_per_header_coordinator_after_startup",
+            "coordinator_fixed_s",
             "us_per_header_workers",
             "us_per_header_news_server",
             "us_per_header_ours",
@@ -432,6 +449,21 @@ def main() -> None:
         ):
             result[key] = result[f"{key}_sqlite"]
     emit(result)
+
+
+def report_fixed(fixed: Run, run: Run, n: int, result: dict[str, object]) -> None:
+    """The coordinator's fixed cost (a whole run over FIXED_N articles: start-up, the workers started,
+    shutdown), and its CPU per header without it: a one-shot run's ~1 core-s of start-up is by itself
+    1 µs a header at 1,000,000, and a long-running coordinator pays it once."""
+    suffix = "sqlite" if run.store == "sqlite" else "pg"
+    after = (run.coordinator_s - fixed.coordinator_s) / n * 1e6
+    print(
+        f"  coordinator's fixed cost (a whole run over {FIXED_N:,} articles): {fixed.coordinator_s:.2f} "
+        f"core-s; the run's coordinator without it: {after:.2f} core-µs per header",
+        flush=True,
+    )
+    result[f"coordinator_fixed_s_{suffix}"] = round(fixed.coordinator_s, 3)
+    result[f"us_per_header_coordinator_after_startup_{suffix}"] = round(after, 2)
 
 
 def report_kills(killed: Run, clean: Run, n: int, result: dict[str, object]) -> None:

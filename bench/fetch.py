@@ -8,7 +8,7 @@ fetch the same group split into the same chunks (OVER first-last):
   end (the server's own limit), quick ACKs after every read and our inflater (ISA-L) for COMPRESS
   DEFLATE, so that it pays for nothing our client avoids;
 - **client**: ours through NNTPPool.over_chunk, nothing stored;
-- **prefetcher**: the coordinator's prefetcher (coordinator/prefetcher.py) on ranges planned over the
+- **prefetcher**: the coordinator's prefetcher (coordinator/loops/prefetcher.py) on ranges planned over the
   same articles: fetch, pack (a plain reply deflated at ``spool_deflate_level``), write each chunk
   atomically into a spool on disk (fsync'd), record it in the store (SQLite, or PostgreSQL with
   ``--store postgresql``). Its clock runs from its first round to its last; the store is reset between
@@ -47,9 +47,9 @@ from tests.support import inn2
 
 from _common import postgres_database, sqlite_database
 from usenet_indexer.compression import Inflater, decompressobj
-from usenet_indexer.coordinator.news import NewsService
-from usenet_indexer.coordinator.prefetcher import Prefetcher
-from usenet_indexer.coordinator.services import Services, open_services
+from usenet_indexer.coordinator.loops.news import NewsService
+from usenet_indexer.coordinator.loops.prefetcher import Prefetcher
+from usenet_indexer.coordinator.wiring import Services, open_services
 from usenet_indexer.nntp.pool import NNTPPool, ServerSettings
 from usenet_indexer.settings import Settings
 

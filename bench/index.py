@@ -3,7 +3,8 @@
 The floor is measured in the same run on the same chunks: inflate each chunk, split it into lines and
 every line into its tab fields, nothing else. Indexing has to do that too, so the ratio of the two rates
 says how much the indexing itself costs (target: at least 0.5). The indexer runs its C accelerator when
-it is built (indexing/_native.py) and, in the same run, its pure-Python path (``ratio_to_floor_pure``).
+it is built (usenet_indexer/accelerator/) and, in the same run, its pure-Python path
+(``ratio_to_floor_pure``).
 Peak memory is measured in a child process that indexes 1,000,000 headers into ONE batch and takes it
 (tracemalloc's peak, input chunks excluded, plus the child's peak RSS), on the default path.
 
@@ -30,7 +31,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from usenet_indexer.indexing import _native, sample
+from usenet_indexer import accelerator
+from usenet_indexer.indexing import sample
 from usenet_indexer.indexing.indexer import RangeIndexer
 from usenet_indexer.indexing.rules import default_rules
 from usenet_indexer.wire.batch import encode_batch
@@ -201,8 +203,8 @@ def main() -> None:
     )
 
     # The default path (the accelerator when built) and, when that is native, the pure-Python one too.
-    paths = {"default": None, "pure": False} if _native.speedups is not None else {"default": None}
-    print(f"indexing path: {_native.PATH} ({_native.REASON})")
+    paths = {"default": None, "pure": False} if accelerator.speedups is not None else {"default": None}
+    print(f"indexing path: {accelerator.PATH} ({accelerator.REASON})")
     floor_times: list[float] = []
     index_times: dict[str, list[float]] = {name: [] for name in paths}
     headers = fragments = 0
@@ -226,7 +228,7 @@ def main() -> None:
     pure_rate = lines / min(index_times["pure"]) if "pure" in index_times else rate
     print(f"floor (inflate + split lines and fields): {floor_rate:,.0f} lines/s (CPU time, best of {rounds})")
     print(
-        f"{f'indexing to batches ({_native.PATH}):':42}{rate:,.0f} lines/s "
+        f"{f'indexing to batches ({accelerator.PATH}):':42}{rate:,.0f} lines/s "
         f"(CPU time, best of {rounds}), {fragments} fragments"
     )
     print(f"ratio to floor: {rate / floor_rate:.3f} (target >= 0.5)")
@@ -265,7 +267,7 @@ def main() -> None:
                 "lines_per_s": round(rate),
                 "floor_lines_per_s": round(floor_rate),
                 "ratio_to_floor": round(rate / floor_rate, 3),
-                "path": _native.PATH,
+                "path": accelerator.PATH,
                 "lines_per_s_pure": round(pure_rate),
                 "ratio_to_floor_pure": round(pure_rate / floor_rate, 3),
                 "lines_per_s_gc_off": round(lines / gc_off_time),

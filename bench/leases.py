@@ -23,7 +23,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import cpu_seconds, emit, percentile, postgres_database, sqlite_database
-from usenet_indexer.coordinator.services import Services, open_services
+from usenet_indexer.coordinator.wiring import Services, open_services
 from usenet_indexer.settings import Settings
 
 HEARTBEATS = 3

@@ -57,7 +57,7 @@ from usenet_indexer.indexing import unpack_segments
 from usenet_indexer.indexing.naming import clean_name, normalise
 from usenet_indexer.indexing.sample import STYLES, TrueRelease
 from usenet_indexer.local.demo import DEMO_SETTINGS
-from usenet_indexer.nntp.sample_server import SampleFeed, SampleServer, sample_groups
+from usenet_indexer.newsservers.sample_server import SampleFeed, SampleServer, sample_groups
 from usenet_indexer.wire.nzb import NZB_NAMESPACE
 
 CROSS_POSTED = "cross-posted"  # a row of its own: releases of any style posted to two groups

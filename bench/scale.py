@@ -25,7 +25,7 @@ import httpx
 from tests.e2e.processes import Coordinator, free_port, settings_env
 
 from _common import emit, percentile, postgres_database
-from usenet_indexer.coordinator.services import open_services
+from usenet_indexer.coordinator.wiring import open_services
 from usenet_indexer.indexing import Batch
 from usenet_indexer.settings import Settings
 from usenet_indexer.wire.batch import encode_batch

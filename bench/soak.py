@@ -27,7 +27,7 @@ from tests.e2e.processes import Coordinator, free_port, settings_env
 
 from _common import emit, percentile, postgres_database
 from usenet_indexer.articles import chunk_spans
-from usenet_indexer.coordinator.services import open_services
+from usenet_indexer.coordinator.wiring import open_services
 from usenet_indexer.edge.client import ApiError, NodeClient
 from usenet_indexer.indexing import Batch
 from usenet_indexer.leases.audit import audit

@@ -24,7 +24,7 @@ from tests.support.generated import posting, spool_posting
 
 from _common import children, cpu_seconds, emit, machine_ticks, postgres_database
 from usenet_indexer.articles import chunk_spans
-from usenet_indexer.coordinator.services import Services, open_services
+from usenet_indexer.coordinator.wiring import Services, open_services
 from usenet_indexer.indexing import RangeIndexer
 from usenet_indexer.settings import Settings
 from usenet_indexer.wire.chunks import inflate_chunk

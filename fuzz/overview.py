@@ -19,7 +19,7 @@ import _harness
 import atheris  # type: ignore[import-untyped]
 
 with atheris.instrument_imports():
-    from usenet_indexer.indexing import _native
+    from usenet_indexer import accelerator
     from usenet_indexer.indexing import indexer as indexer_module
     from usenet_indexer.indexing.indexer import RangeIndexer
     from usenet_indexer.indexing.overview import parse_overview
@@ -47,7 +47,7 @@ def index(chunk: bytes, first: int, last: int, path: str) -> object:
     return indexer.take()
 
 
-PATHS = ["fast", "careful", *(["native"] if _native.speedups is not None else [])]
+PATHS = ["fast", "careful", *(["native"] if accelerator.speedups is not None else [])]
 
 
 def one(data: bytes) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import inn2 as inn2_support
 from tests.support import tiers
 from tests.support.databases import PostgresTemplate, SqliteTemplate
 from tests.support.s3 import MotoServer
@@ -45,6 +46,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
     with tiers.running(item):
         return (yield)
+
+
+@pytest.fixture(scope="session")
+def inn2() -> None:
+    """INN2 on loopback, set up once per session (scripts/inn2-setup.sh, idempotent); fails the test
+    with the script's output when it cannot be."""
+    inn2_support.ensure_inn2()
 
 
 @pytest.fixture(scope="session")

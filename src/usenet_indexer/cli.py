@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 import typer.core
 
-from usenet_indexer.coordinator.planning import DEFAULT_BACKFILL_DAYS, Backfill, BackfillError
 from usenet_indexer.edge.main import DEFAULT_BATCH_ARTICLES, DEFAULT_IDLE_SECONDS, stop_on_signals
+from usenet_indexer.leases.planning import DEFAULT_BACKFILL_DAYS, Backfill, BackfillError
 from usenet_indexer.logs import configure_logging
 from usenet_indexer.readable import ago
 from usenet_indexer.settings import Settings, load_settings, settings_problem
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from usenet_indexer.coordinator.registries.operations import Done, Operations
-    from usenet_indexer.coordinator.services import Services
+    from usenet_indexer.coordinator.wiring import Services
 
 # The store's modules (SQLAlchemy, Alembic) are imported by the commands that use them: an edge worker
 # needs none of them, and starts a second sooner without (`run` starts one per core).
@@ -111,7 +111,7 @@ def settings_of(ctx: typer.Context) -> Settings:
 
 
 def services_of(ctx: typer.Context) -> Services:
-    from usenet_indexer.coordinator.services import open_services
+    from usenet_indexer.coordinator.wiring import open_services
 
     services = open_services(settings_of(ctx))
     ctx.call_on_close(services.close)
@@ -292,7 +292,7 @@ def groups_enable(ctx: typer.Context, name: str) -> None:
 @app.command()
 def reindex(ctx: typer.Context, group: str) -> None:
     """Index a group's ranges kept in the corpus again (with the current rules), without the news server."""
-    from usenet_indexer.coordinator.corpus_fill import reindex as reindex_group
+    from usenet_indexer.coordinator.loops.corpus_fill import reindex as reindex_group
     from usenet_indexer.coordinator.registries.groups import GroupError
 
     try:
@@ -467,7 +467,7 @@ def admin_hash_password(
     password: Annotated[str, typer.Option(prompt=True, hide_input=True, confirmation_prompt=True)],
 ) -> None:
     """Print the hash of an admin password, for the setting admin_password_hash."""
-    from usenet_indexer.coordinator.registries.passwords import WeakPassword, check_strength, hash_password
+    from usenet_indexer.passwords import WeakPassword, check_strength, hash_password
 
     try:
         typer.echo(hash_password(check_strength(password)))
@@ -728,7 +728,7 @@ def sample_server(
     import threading
 
     from usenet_indexer.edge.supervisor import watch_parent
-    from usenet_indexer.nntp.sample_server import SampleFeed, SampleServer, sample_groups
+    from usenet_indexer.newsservers.sample_server import SampleFeed, SampleServer, sample_groups
 
     if scale <= 0:
         fail(f"--scale must be above 0, not {scale}")

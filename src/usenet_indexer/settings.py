@@ -50,7 +50,7 @@ class Settings(BaseSettings):
     tail_min_articles: int = Field(default=10_000, ge=1)
     # A stretch planned at once (a new group's history, a tail that grew) is cut into at least this
     # many ranges where range_articles would make fewer, so that every worker gets one and the last
-    # range does not run alone (coordinator/planning.py `cut`). `run` knows its workers and raises it
+    # range does not run alone (leases/planning.py `cut`). `run` knows its workers and raises it
     # to 4 per worker; `serve` does not, so give it about 4 x the workers you run, if you like.
     range_spread: int = Field(default=1, ge=1, le=1000)
 
@@ -172,7 +172,7 @@ class Settings(BaseSettings):
         if not self.database_url:
             self.database_url = f"sqlite:///{(self.data_dir / 'usenet-indexer.db').as_posix()}"
         if self.admin_password:
-            from usenet_indexer.coordinator.registries.passwords import check_strength, hash_password
+            from usenet_indexer.passwords import check_strength, hash_password
 
             if not self.admin_password_hash:
                 self.admin_password_hash = hash_password(check_strength(self.admin_password))

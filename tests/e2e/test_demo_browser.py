@@ -21,7 +21,7 @@ import pytest
 from tests.e2e.processes import settings_env
 from tests.integration.web.test_browser import ARTIFACTS, page  # noqa: F401  (the Chromium page fixture)
 from usenet_indexer.local.run import worker_name
-from usenet_indexer.nntp.sample_server import SAMPLE_GROUPS
+from usenet_indexer.newsservers.sample_server import SAMPLE_GROUPS
 
 pytestmark = pytest.mark.slow
 

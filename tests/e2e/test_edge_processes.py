@@ -14,7 +14,7 @@ import pytest
 from tests.e2e.processes import Coordinator, Worker, free_port, settings_env, wait_for
 from tests.support.generated import expected_catalog, posting, spool_held, spool_posting, stored_catalog
 from tests.support.store import query
-from usenet_indexer.coordinator.services import open_services
+from usenet_indexer.coordinator.wiring import open_services
 from usenet_indexer.leases.audit import audit
 from usenet_indexer.settings import Settings
 

@@ -33,7 +33,7 @@ from tests.support.generated import (
     stored_catalog,
 )
 from tests.support.store import query
-from usenet_indexer.coordinator.services import open_services
+from usenet_indexer.coordinator.wiring import open_services
 from usenet_indexer.leases.audit import audit
 from usenet_indexer.nntp.client import NNTPClient
 from usenet_indexer.settings import Settings
@@ -130,11 +130,6 @@ def test_the_catalog_survives(fault: str, pg_url: str, tmp_path: Path) -> None:
     finally:
         services.close()
     assert all(w.process.returncode == 0 for w in workers), [w.output()[-2000:] for w in workers]
-
-
-@pytest.fixture(scope="session")
-def inn2() -> None:
-    support.ensure_inn2()
 
 
 async def read_overview(port: int, group: str) -> tuple[int, int, bytes]:

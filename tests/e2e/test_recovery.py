@@ -30,11 +30,11 @@ from tests.e2e.processes import (
 from tests.e2e.test_run import add_groups, catalog_and_audit, finish, start_run
 from tests.support.generated import expected_catalog, posting, spool_held, spool_posting, stored_catalog
 from tests.support.store import query
-from usenet_indexer.coordinator.services import open_services
+from usenet_indexer.coordinator.wiring import open_services
 from usenet_indexer.db import Database, connect
 from usenet_indexer.leases.audit import audit
-from usenet_indexer.nntp.fake_server import Script
-from usenet_indexer.nntp.sample_server import SampleFeed, SampleServer, sample_groups
+from usenet_indexer.newsservers.fake_server import Script
+from usenet_indexer.newsservers.sample_server import SampleFeed, SampleServer, sample_groups
 from usenet_indexer.settings import Settings
 
 pytestmark = pytest.mark.slow

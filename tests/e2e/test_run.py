@@ -18,8 +18,8 @@ from tests.support.generated import stored_catalog
 from tests.support.store import query
 from usenet_indexer.db import connect
 from usenet_indexer.leases.audit import audit
-from usenet_indexer.nntp.fake_server import Script
-from usenet_indexer.nntp.sample_server import SampleFeed, SampleServer, sample_groups
+from usenet_indexer.newsservers.fake_server import Script
+from usenet_indexer.newsservers.sample_server import SampleFeed, SampleServer, sample_groups
 
 pytestmark = pytest.mark.slow
 

@@ -33,7 +33,7 @@ from tests.e2e.processes import settings_env
 from tests.support import inn2 as support
 from tests.support.store import query
 from usenet_indexer.articles import chunk_spans
-from usenet_indexer.coordinator.prefetcher import LEASED_AHEAD_OVER_CAP
+from usenet_indexer.coordinator.loops.prefetcher import LEASED_AHEAD_OVER_CAP
 from usenet_indexer.db import connect
 from usenet_indexer.leases.audit import audit
 from usenet_indexer.local.run import RANGES_PER_WORKER, worker_name

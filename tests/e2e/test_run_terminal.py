@@ -18,8 +18,8 @@ import pytest
 
 from tests.e2e.processes import settings_env
 from usenet_indexer.local.run import worker_name
-from usenet_indexer.nntp.fake_server import Script
-from usenet_indexer.nntp.sample_server import SampleFeed, SampleServer, sample_groups
+from usenet_indexer.newsservers.fake_server import Script
+from usenet_indexer.newsservers.sample_server import SampleFeed, SampleServer, sample_groups
 
 pytestmark = pytest.mark.slow
 

@@ -31,7 +31,7 @@ from tests.support.generated import expected_catalog, posting, stored_catalog
 from tests.support.s3 import MotoServer
 from tests.support.store import query
 from usenet_indexer.articles import chunk_spans
-from usenet_indexer.coordinator.services import open_services
+from usenet_indexer.coordinator.wiring import open_services
 from usenet_indexer.indexing.sample import overview_line
 from usenet_indexer.leases.audit import audit
 from usenet_indexer.leases.ownership import Ownership, all_ownerships
@@ -83,7 +83,7 @@ def stamp(record: dict[str, Any]) -> float:
 
 
 def pid_of(holder: str | None) -> int | None:
-    """Holder names are ``host:pid:random`` (coordinator/loops.py)."""
+    """Holder names are ``host:pid:random`` (coordinator/loops/runner.py)."""
     return None if holder is None else int(holder.split(":")[1])
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tests.support.generated import posting
 from usenet_indexer.catalog.batch_store import store_batch
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.indexing import RangeIndexer
 from usenet_indexer.indexing.rules import default_rules
 from usenet_indexer.indexing.sample import Posting, chunk_text, overview_line

@@ -1,4 +1,4 @@
-"""Helpers around the scripted fake server (src/usenet_indexer/nntp/fake_server.py) for tests."""
+"""Helpers around the scripted fake server (src/usenet_indexer/newsservers/fake_server.py) for tests."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import contextlib
 import threading
 from collections.abc import Iterator
 
-from usenet_indexer.nntp.fake_server import FakeNNTPServer, Script, overview_line
+from usenet_indexer.newsservers.fake_server import FakeNNTPServer, Script, overview_line
 
 __all__ = ["FakeNNTPServer", "Script", "fill_group", "overview_lines", "serving_in_thread"]
 

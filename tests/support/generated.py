@@ -8,7 +8,7 @@ from typing import Any
 
 from tests.support.store import query
 from usenet_indexer.articles import chunk_spans
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.db import Database
 from usenet_indexer.indexing import RangeIndexer, merge_all, totals
 from usenet_indexer.indexing.rules import RuleSet, default_rules

@@ -11,7 +11,7 @@ import uvicorn
 
 from usenet_indexer.coordinator.http.app import create_app
 from usenet_indexer.coordinator.http.network import http_config
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.edge.client import NodeClient
 from usenet_indexer.edge.worker import EdgeWorker
 

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from usenet_indexer.coordinator.services import Services, open_services
+from usenet_indexer.coordinator.wiring import Services, open_services
 from usenet_indexer.db import Database, Tx
 from usenet_indexer.settings import Settings
 

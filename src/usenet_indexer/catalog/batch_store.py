@@ -275,6 +275,7 @@ def store_batch(
             existing[row["key"]] = row
     inserts: list[dict[str, Any]] = []
     updates: list[dict[str, Any]] = []
+    merged_segments = 0
     for key in keys:
         fragment = fragments[key]
         stored = existing.get(key)
@@ -282,6 +283,7 @@ def store_batch(
             blob, category = packed.get(key, (None, None))
             inserts.append(release_row(fragment, group, blob, category))
         else:
+            merged_segments += fragment.segment_count
             merged = merge(stored_fragment(stored), renamed(fragment, stored["file_names"]))
             updates.append({**release_row(merged, group), "id": stored["id"]})
     insert_releases(tx, inserts)
@@ -309,5 +311,6 @@ def store_batch(
         "merged": len(updates),
         "candidates": len(batch.candidates),
         "headers": batch.headers,
-        "segments": sum(f.segment_count for f in fragments.values()),
+        # A new release's segments are its row's parts: counted once, by release_row.
+        "segments": sum(row["parts_seen"] for row in inserts) + merged_segments,
     }

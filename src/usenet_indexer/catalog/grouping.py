@@ -163,7 +163,7 @@ class Grouper:
         full: Callable[[], bool] = lambda: False,
     ) -> None:
         self.db = db
-        self.fence = fence  # the grouping loop's (coordinator/loops.py)
+        self.fence = fence  # the grouping loop's (coordinator/loops/runner.py)
         self.max_members = max_members
         self.full = full  # the catalog at its space cap (catalog/space.py CatalogSpace.full)
 

@@ -32,6 +32,7 @@ import hashlib
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from usenet_indexer.catalog.batch_store import (
     insert_releases,
@@ -143,7 +144,7 @@ class Prober:
         fetch_body: Callable[[str], Awaitable[bytes]],
         *,
         # 8 a round: a probe of a release under random names fetches up to 32 articles (~24 MB), and a
-        # round is cut off after PROBE_ROUND_SECONDS (coordinator/server.py), its probes left "working"
+        # round is cut off after PROBE_ROUND_SECONDS (coordinator/loops/probe.py), its probes left "working"
         # until STALE_SECONDS; a full round runs again at once.
         batch: int = 8,
         fence: Fence | None = None,
@@ -151,18 +152,14 @@ class Prober:
         self.db = db
         self.fetch_body = fetch_body
         self.batch = batch
-        self.fence = fence  # the probe loop's (coordinator/loops.py)
+        self.fence = fence  # the probe loop's (coordinator/loops/runner.py)
 
     def take(self) -> list[dict[str, object]]:
         with self.db.transaction(fence=self.fence) as tx:
             return tx.run("probe_take", {"n": self.batch, "stale": STALE_SECONDS})
 
     def _files_of(self, key: str) -> tuple[FileFragment, ...]:
-        with self.db.transaction(write=False) as tx:
-            row = tx.one("release_segments_by_key", {"key": key})
-        if row is None:
-            raise ProbeFailed("the release is not in the catalog (yet)")
-        return unpack_segments(bytes(row["segments"]))
+        return unpack_segments(bytes(self._release_row(key)["segments"]))
 
     async def _first_part(self, posted: str, message_id: str, cost: _Cost) -> FirstPart | None:
         """The first article of a file, decoded; None when it is not yEnc (counted all the same)."""
@@ -267,32 +264,63 @@ class Prober:
         renamed = await asyncio.to_thread(self._rename, key, found, cost)
         return ProbeResult(key, found.name, None, cost.articles, cost.bytes, renamed)
 
-    async def password_probe(self, key: str) -> ProbeResult:
+    async def password_probe(self, key: str, answered: str | None = None) -> ProbeResult:
         """A release its subjects name (a candidate with an archive's article, indexing/indexer.py's
         ``password_candidate``): the first article of its first archive volume, as the stored release
         has it now, read for the ``password`` attribute. One article; the name is left as it is; what
-        the headers cannot tell leaves the attribute unknown. A fetch that fails is retried."""
+        the headers cannot tell leaves the attribute unknown. A fetch that fails is retried.
+
+        ``answered``: the article a probe of this release last read (its queue row's). Asked again
+        because another archive set's first volume came (the batch store's ``probe_enqueue``), it
+        reads nothing when the main set's first volume is still that article and the answer is kept."""
         cost = _Cost()
+        read: str | None = None
         try:
-            files = await asyncio.to_thread(self._files_of, key)
+            row = await asyncio.to_thread(self._release_row, key)
+            files = unpack_segments(bytes(row["segments"]))
+            first = _first_volume(files)
+            if first is not None and first.message_id_list()[0] == answered and row["password"] is not None:
+                await asyncio.to_thread(self._store_password, key, None, None, cost)
+                return ProbeResult(key, None, None, password=bool(row["password"]))
             known = {f.name: f.name for f in files}
-            locked, fetch = password([], known)
-            first = next((f for f in files if f.name == fetch and f.parts and f.parts[0] == 1), None)
+            locked: bool | None = None
             if first is not None:
-                await self._first_part(first.name, first.message_id_list()[0], cost)
+                read = first.message_id_list()[0]
+                await self._first_part(first.name, read, cost)
                 locked, _ = password(cost.parts, known)
         except ProbeFailed as failed:
             return ProbeResult(key, None, str(failed), cost.articles, cost.bytes)
         except Exception as error:  # the news server: missing article, timeouts, dropped connections
             return ProbeResult(key, None, f"{type(error).__name__}: {error}", cost.articles, cost.bytes)
-        await asyncio.to_thread(self._store_password, key, locked, cost)
+        if not await asyncio.to_thread(self._store_password, key, locked, read, cost):
+            again = "asked again: another archive set came while it read"
+            return ProbeResult(key, None, again, cost.articles, cost.bytes)
         return ProbeResult(key, None, None, cost.articles, cost.bytes, password=locked)
 
-    def _store_password(self, key: str, locked: bool | None, cost: _Cost) -> None:
+    def _release_row(self, key: str) -> dict[str, Any]:
+        with self.db.transaction(write=False) as tx:
+            row = tx.one("release_segments_by_key", {"key": key})
+        if row is None:
+            raise ProbeFailed("the release is not in the catalog (yet)")
+        return row
+
+    def _store_password(self, key: str, locked: bool | None, read: str | None, cost: _Cost) -> bool:
+        """The answer stored, unless the release's first volume is no longer the one read: a batch
+        stored while the article was fetched brought a larger set (its candidate found this probe
+        working and was dropped), so the release is queued again instead. False then."""
         with self.db.transaction(fence=self.fence) as tx:
+            if read is not None:
+                _lock_release(tx, key)
+                row = tx.one("release_segments_by_key", {"key": key})
+                first = _first_volume(unpack_segments(bytes(row["segments"]))) if row is not None else None
+                if first is not None and first.message_id_list()[0] != read:
+                    tx.execute("probe_requeue", {"key": key, "articles": cost.articles, "bytes": cost.bytes})
+                    return False
             if locked is not None:
                 tx.execute("release_password", {"key": key, "password": locked})
-            tx.execute("probe_done", {"key": key, "articles": cost.articles, "bytes": cost.bytes})
+            done = {"key": key, "read": read, "articles": cost.articles, "bytes": cost.bytes}
+            tx.execute("password_probe_done", done)
+        return True
 
     async def _yenc(self, piece: Piece, cost: _Cost) -> YEncDecoded | None:
         """A burst's article fetched and decoded; None when missing or not yEnc (counted all the same)."""
@@ -550,7 +578,7 @@ class Prober:
         try:
             results = await asyncio.gather(
                 *(
-                    self.password_probe(str(row["release_key"]))
+                    self.password_probe(str(row["release_key"]), str(row["archive_message_id"]))
                     if row.get("archive_message_id") is not None and not row["par2_message_id"]
                     else self.probe(
                         str(row["release_key"]), str(row["par2_message_id"]), int(str(row["attempts"]))
@@ -594,6 +622,13 @@ class Prober:
             else:
                 log.warning("probe.failed", release=result.key, error=result.error, articles=result.articles)
         return list(results)
+
+
+def _first_volume(files: Sequence[FileFragment]) -> FileFragment | None:
+    """The file whose first article tells the release's ``password``: the first volume of its main
+    archive set (``archives.first_volume``), when that article is stored."""
+    _, fetch = password([], {f.name: f.name for f in files})
+    return next((f for f in files if f.name == fetch and f.parts and f.parts[0] == 1), None)
 
 
 def _lock_release(tx: Tx, key: str) -> None:

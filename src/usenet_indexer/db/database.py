@@ -32,7 +32,7 @@ FENCED_SQLSTATE = "UI001"
 
 class Fenced(Exception):
     """A transaction that began by checking its ownership lease found the lease no longer held: it
-    wrote nothing, and the loop it belongs to must stop (coordinator/loops.py)."""
+    wrote nothing, and the loop it belongs to must stop (coordinator/loops/runner.py)."""
 
 
 class RetryableConflict(Exception):

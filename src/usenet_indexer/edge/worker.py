@@ -21,9 +21,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from usenet_indexer import accelerator
 from usenet_indexer.edge.client import ApiError, Lease, NodeClient
 from usenet_indexer.edge.main import DEFAULT_BATCH_ARTICLES, DEFAULT_IDLE_SECONDS
-from usenet_indexer.indexing import _native
 from usenet_indexer.indexing.fragment import Batch
 from usenet_indexer.indexing.indexer import RangeIndexer
 from usenet_indexer.indexing.rules import RuleSet
@@ -163,8 +163,8 @@ class EdgeWorker:
         # ``startup_cpu``: the process's CPU until now, imports mostly (bench/e2e.py reads it).
         log.info(
             "edge.indexing",
-            path=_native.PATH,
-            reason=_native.REASON,
+            path=accelerator.PATH,
+            reason=accelerator.REASON,
             startup_cpu=round(time.process_time(), 3),
         )
 

@@ -190,6 +190,8 @@ def _fields(
 ) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise FormatError(f"{where}: expected an object, got {type(obj).__name__}")
+    if obj.keys() == required:  # the usual case, in one comparison
+        return obj
     keys = set(obj)
     unknown = keys - required - optional
     if unknown:
@@ -260,6 +262,7 @@ _FRAGMENT_FIELDS = frozenset(
         "collection",
     }
 )
+_FRAGMENT_WITHOUT_FILES = _FRAGMENT_FIELDS - {"files"}
 _CANDIDATE_FIELDS = frozenset({"key", "name", "par2_message_id", "nfo_message_id"})
 _CANDIDATE_OPTIONAL = frozenset({"archive_message_id"})  # password probes (issue 16)
 _BATCH_FIELDS = frozenset(
@@ -338,11 +341,17 @@ def fragment_from_dict(
 ) -> ReleaseFragment:
     """The fragment in ``obj``; with ``files``, ``obj`` is the fragment without its ``files`` field
     (the binary batch carries them apart) and ``files``, already checked, are its files."""
-    d = _fields(obj, where, _FRAGMENT_FIELDS if files is None else _FRAGMENT_FIELDS - {"files"})
-    groups = tuple(
-        _str(g, f"{where}.groups[{i}]", empty=False)
-        for i, g in enumerate(_list(d["groups"], f"{where}.groups"))
-    )
+    d = _fields(obj, where, _FRAGMENT_FIELDS if files is None else _FRAGMENT_WITHOUT_FILES)
+    listed = d["groups"]
+    # The usual case checked without a message made per group (the coordinator reads a fragment per
+    # release of every batch); anything else goes the long way, which says what is wrong.
+    if type(listed) is list and all(type(g) is str and 0 < len(g) <= MAX_TEXT for g in listed):
+        groups = tuple(listed)
+    else:
+        groups = tuple(
+            _str(g, f"{where}.groups[{i}]", empty=False)
+            for i, g in enumerate(_list(listed, f"{where}.groups"))
+        )
     if list(groups) != sorted(set(groups)):
         raise FormatError(f"{where}.groups: must be sorted and without repeats")
     if files is None:

@@ -20,7 +20,7 @@ Both loops append the same segments to the same accumulators; per-segment checks
 which file a line belongs to (negative size, empty message-id, part 0 or above its total) are applied
 once per file in ``take()``, for both. Tests compare the two loops line for line.
 
-Native. When the optional C accelerator is built (_speedups.c, chosen in _native.py), the fast loop runs
+Native. When the optional C accelerator is built (usenet_indexer.accelerator), the fast loop runs
 in C (``scan``: the fields are read in place, a new file's line still goes to ``_slow_line``, an odd
 line still hands the rest of the chunk to the careful loop) and so does the building of a valid file's
 columns at take (``columns``). It gives the same batches as the Python (tests/unit/indexing compare
@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from operator import itemgetter, lt
 from typing import NamedTuple
 
-from usenet_indexer.indexing import _native
+from usenet_indexer import accelerator
 from usenet_indexer.indexing.archives import first_volume
 from usenet_indexer.indexing.fragment import (
     MAX_MESSAGE_ID,
@@ -213,7 +213,8 @@ class RangeIndexer:
         native: bool | None = None,
     ) -> None:
         """``native``: use the C accelerator (True: required), the pure-Python loops (False), or the
-        accelerator when it is built (None, the default); see _native.py. The batches are the same."""
+        accelerator when it is built (None, the default); see usenet_indexer.accelerator. The batches are
+        the same."""
         if not 0 <= start <= end <= MAX_NUMBER:
             raise IndexerError(f"range [{start}, {end}] is not a range of article numbers")
         if not start <= resume_at <= end + 1:
@@ -235,9 +236,9 @@ class RangeIndexer:
         self._releases: dict[_ReleaseInfo, _ReleaseInfo] = {}
         self._xrefs: dict[bytes, tuple[str, ...]] = {}
         self._dates: dict[bytes, int | None] = {}
-        if native and _native.speedups is None:
-            raise IndexerError(f"the native accelerator is not available: {_native.REASON}")
-        self._speedups = None if native is False else _native.speedups
+        if native and accelerator.speedups is None:
+            raise IndexerError(f"the native accelerator is not available: {accelerator.REASON}")
+        self._speedups = None if native is False else accelerator.speedups
         self._fields = (fmt.need, fmt.subject, fmt.poster, fmt.date, fmt.message_id, fmt.size)
         if self._speedups is not None and fmt.need > self._speedups.MAX_FIELDS:
             self._speedups = None  # an overview of that many fields is read by the Python loop

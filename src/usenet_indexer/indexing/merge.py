@@ -18,8 +18,8 @@ from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from usenet_indexer import accelerator
 from usenet_indexer.compression import InflateError, inflate_whole, zlib_compress
-from usenet_indexer.indexing import _native
 from usenet_indexer.indexing.fragment import (
     MAX_MESSAGE_ID,
     MAX_TEXT,
@@ -164,11 +164,17 @@ def totals(release: ReleaseFragment) -> ReleaseTotals:
     """
     files_seen = len(release.files)
     files_expected = max(release.file_total, files_seen)
-    parts_seen = sum(len(f.parts) for f in release.files)
-    known_totals = [f.parts_total or len(f.parts) for f in release.files]
-    parts_expected = sum(known_totals)
-    if files_expected > files_seen and known_totals:
-        parts_expected += round(sum(known_totals) / len(known_totals)) * (files_expected - files_seen)
+    # One pass over the files (the batch store computes this for every release it stores: four
+    # generator passes were most of its Python per release).
+    parts_seen = known = size = 0
+    for f in release.files:
+        n = len(f.parts)
+        parts_seen += n
+        known += f.parts_total or n
+        size += sum(f.sizes)
+    parts_expected = known
+    if files_expected > files_seen and files_seen:
+        parts_expected += round(known / files_seen) * (files_expected - files_seen)
     completion = 100.0 * parts_seen / parts_expected if parts_expected else 0.0
     return ReleaseTotals(
         files_seen=files_seen,
@@ -176,7 +182,7 @@ def totals(release: ReleaseFragment) -> ReleaseTotals:
         parts_seen=parts_seen,
         parts_expected=parts_expected,
         completion=min(100.0, round(completion, 2)),
-        size=sum(f.size for f in release.files),
+        size=size,
         first_date=release.first_date,
         last_date=release.last_date,
         complete=files_seen == files_expected and parts_seen == parts_expected and parts_expected > 0,
@@ -231,7 +237,7 @@ def segment_blob(files: Sequence[FileFragment]) -> bytes:
     """The blob's bytes before compression. The C accelerator lays them out in one pass where it is
     built (on little-endian hosts, the blob's byte order); a column that is not an int64 array (a
     list) takes the Python path, which converts it."""
-    native = _native.speedups
+    native = accelerator.speedups
     if native is not None and sys.byteorder == "little":
         try:
             return native.segment_blob(files)
@@ -276,7 +282,7 @@ def checked_segments(data: bytes) -> tuple[FileFragment, ...]:
 
     The C accelerator parses and checks in one pass when it is built (on little-endian hosts, the
     blob's byte order): in Python this was most of the coordinator's work on a batch (bench/stream.py)."""
-    native = _native.speedups
+    native = accelerator.speedups
     if native is not None and sys.byteorder == "little":
         try:
             return tuple(native.segment_files(data, MAX_TEXT, MAX_MESSAGE_ID, FileFragment))
@@ -292,7 +298,7 @@ def column_range(column: array[int]) -> tuple[int, int]:
     """The smallest and largest value of a non-empty column: one C pass where the accelerator is built
     (min() and max() make an int of every value; for a batch's articles that was half of
     check_authority, issue 17)."""
-    native = _native.speedups
+    native = accelerator.speedups
     if native is not None and isinstance(column, array) and column.typecode == "q":
         return native.column_range(column)
     return min(column), max(column)

@@ -360,8 +360,13 @@ _TITLES: dict[str, str | None] = {}
 # A site's banner between angle brackets (">ghost-of-usenet.org<", "<<www.town.ag>>"): a domain names
 # no release (the sample's noisy_site posts, 73 % of noisy releases named wrongly before). Closed by the
 # brackets that mirror its opening: ">a<>b<" is two banners (closing on "<>" took the second one's ">",
-# and the second banner became the release's name; found by hypothesis).
-_BANNER = re.compile(r">+\s*([^<>\s]+)\s*<+|<+\s*([^<>\s]+)\s*>+")
+# and the second banner became the release's name; found by hypothesis). A closing run leaves the
+# opening of a banner of the other kind right after it: ">a<<<b>>" is ">a<" and "<<b>>" (hypothesis again,
+# session 9: the whole run closed the first, and the second became the name).
+_BANNER = re.compile(
+    r">+\s*([^<>\s]+)\s*(?:<+?(?=<+[^<>\s]+\s*>)|<+)"
+    r"|<+\s*([^<>\s]+)\s*(?:>+?(?=>+[^<>\s]+\s*<)|>+)"
+)
 _DOMAIN = re.compile(r"(?:www\.)?[\w-]+(?:\.[\w-]+)+")
 # Short words in brackets before a title ("[TOWN] Artist - Album", "[PRiVATE]-[QkWrTz]-"): a poster's
 # or a site's tags.

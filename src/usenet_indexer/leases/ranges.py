@@ -198,7 +198,8 @@ class RangeLeases:
         # Not durable (PostgreSQL): a finish lost in a crash leaves a range read to its end and leased,
         # which finish_abandoned finishes (and counts) once its lease lapses; the batches it finishes
         # were durable. One WAL flush less per range: on a disk whose flush takes 4 ms, commits queued
-        # behind flushes were most of a lease's p99 (bench/leases.py, issue 17).
+        # behind flushes were most of a lease's p99 (bench/leases.py, issue 17). A server crashed with
+        # the finish unflushed: tests/integration/leases/test_lost_finish.py.
         done = self._one_step("range_finish", params, follow_ups, durable=False)
         if done is not None:
             return FinishedRange(

@@ -1,4 +1,4 @@
-"""``usenet-indexer demo``: ``run`` against the sample news server (nntp/sample_server.py), in
+"""``usenet-indexer demo``: ``run`` against the sample news server (newsservers/sample_server.py), in
 ``DATA_DIR/demo`` so that sample data never mixes with a real catalog.
 
 It starts the sample server (``usenet-indexer sample-server``, a child process) on a free loopback
@@ -29,10 +29,10 @@ import httpx
 
 from usenet_indexer.coordinator.registries.groups import GroupError
 from usenet_indexer.coordinator.registries.users import UserError
-from usenet_indexer.coordinator.services import Services, open_services
+from usenet_indexer.coordinator.wiring import Services, open_services
 from usenet_indexer.local.run import LocalRun, RunError, RunOptions, run_until_stopped
 from usenet_indexer.local.view import View
-from usenet_indexer.nntp.sample_server import sample_groups
+from usenet_indexer.newsservers.sample_server import sample_groups
 from usenet_indexer.settings import Settings
 
 DEMO_USER = "demo"

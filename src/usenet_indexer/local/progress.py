@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from usenet_indexer.catalog.grouping import Grouper
 from usenet_indexer.coordinator.progress import Lane, read_progress
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.db import Row, Tx
 
 __all__ = ["GroupProgress", "Lane", "ProgressReader", "Snapshot", "WorkerProgress"]

@@ -37,11 +37,12 @@ import uvicorn
 
 from usenet_indexer.coordinator.http.app import create_app
 from usenet_indexer.coordinator.http.network import http_config
-from usenet_indexer.coordinator.loops import LoopRunner
-from usenet_indexer.coordinator.news import NewsService
+from usenet_indexer.coordinator.loops.background import background_loops
+from usenet_indexer.coordinator.loops.news import NewsService
+from usenet_indexer.coordinator.loops.runner import LoopRunner
 from usenet_indexer.coordinator.registries.nodes import new_token
-from usenet_indexer.coordinator.server import background_loops, redacted
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.server import redacted
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.edge.client import NodeClient
 from usenet_indexer.edge.main import DEFAULT_BATCH_ARTICLES, EdgeOptions
 from usenet_indexer.edge.supervisor import GIVE_BACK_RETRIES, supervise

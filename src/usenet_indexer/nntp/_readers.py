@@ -15,8 +15,8 @@ import re
 import zlib
 from collections.abc import Callable
 
+from usenet_indexer import accelerator
 from usenet_indexer import compression as _inflate
-from usenet_indexer.indexing import _native
 from usenet_indexer.nntp._events import Data, Encoding, EndOfData
 from usenet_indexer.nntp.errors import (
     CompressedReplyCorrupt,
@@ -65,7 +65,7 @@ def _line_scan(data: bytes) -> tuple[int, int]:
 # (LF bytes in ``data``, where its first "\n." is or -1): one memchr per line in the C accelerator,
 # where bytes.count and the regex took 0.25 µs an overview line between them (bench/fetch.py).
 line_scan: Callable[[bytes], tuple[int, int]] = (
-    _native.speedups.line_scan if _native.speedups is not None else _line_scan
+    accelerator.speedups.line_scan if accelerator.speedups is not None else _line_scan
 )
 
 
@@ -77,7 +77,7 @@ def _scan_without_count(data: bytes) -> tuple[int, int]:
 # and saves the caller its own pass (~0.01 µs an overview line, measured in bench/fetch.py's client);
 # the pure path does not count for it.
 scan_block: Callable[[bytes], tuple[int, int]] = (
-    line_scan if _native.speedups is not None else _scan_without_count
+    line_scan if accelerator.speedups is not None else _scan_without_count
 )
 
 

@@ -8,7 +8,7 @@ or a bucket.
 
 Errors: ``BlobTooLarge`` past a writer's cap; any other ``BlobError`` is storage that failed (an
 object store that did not answer, a blob removed while read). A full local disk stays the ``OSError``
-(ENOSPC) it is: the prefetcher pauses on it (coordinator/fetching.py).
+(ENOSPC) it is: the prefetcher pauses on it (coordinator/loops/fetching.py).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from fastapi.testclient import TestClient
 from tests.support.store import services_for
 from usenet_indexer.catalog.search import SearchQuery
 from usenet_indexer.coordinator.http.app import create_app
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 
 ADMIN_PASSWORD = "an admin password for the access tests"
 OPEN = re.compile(r"^/(healthz|static/.*|login|logout)$")

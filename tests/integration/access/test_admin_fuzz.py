@@ -25,7 +25,7 @@ from tests.integration.access.test_access_matrix import ADMIN_PASSWORD, admin_cl
 from tests.support.store import query, services_for
 from usenet_indexer.coordinator.http.app import create_app
 from usenet_indexer.coordinator.http.pages import TEMPLATES
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 
 GROUP = "alt.binaries.fuzz"
 # The POST forms and their fields (what the templates send); the test below keeps this list whole.

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from tests.support.store import services_for
 from usenet_indexer.coordinator.http.app import create_app
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.wire.batch import MAGIC
 
 ADMIN_PASSWORD = "an admin password for the deep bodies"

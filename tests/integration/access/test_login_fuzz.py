@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from tests.support.store import query, services_for
 from usenet_indexer.coordinator.http.app import create_app
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 
 NAME = "reader"
 PASSWORD = "the reader's password, for the fuzzing"

@@ -18,7 +18,7 @@ from tests.support.obfuscated import RandomPosting, plan_random, post_random
 from tests.support.store import query, services_for
 from usenet_indexer.catalog.batch_store import store_batch
 from usenet_indexer.catalog.grouping import Grouper
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.db import Database, Fenced
 from usenet_indexer.edge.client import NodeClient
 from usenet_indexer.edge.lanes import restore_window, run_lane_range, run_lanes

@@ -27,7 +27,7 @@ from tests.support.obfuscated import plan_random, post_random
 from tests.support.store import query, services_for
 from usenet_indexer.catalog.batch_store import store_batch
 from usenet_indexer.catalog.grouping import Grouper
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.db import Database
 from usenet_indexer.indexing import Batch, RangeIndexer, default_rules, unpack_segments
 from usenet_indexer.indexing.sample import Article, chunk_text, overview_line

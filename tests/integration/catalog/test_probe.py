@@ -14,7 +14,7 @@ from tests.support import inn2 as inn2_support
 from tests.support.store import query, services_for
 from usenet_indexer.catalog.batch_store import store_batch
 from usenet_indexer.catalog.probe import ProbeFailed, Prober, name_from_par2
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.indexing import RangeIndexer
 from usenet_indexer.indexing.merge import unpack_segments
 from usenet_indexer.indexing.rules import default_rules

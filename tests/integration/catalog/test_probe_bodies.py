@@ -31,7 +31,7 @@ from usenet_indexer.catalog.nzbs import nzb_bytes, nzb_release
 from usenet_indexer.catalog.probe import Prober
 from usenet_indexer.coordinator.http.dashboard import dashboard
 from usenet_indexer.coordinator.http.metrics import Metrics
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.indexing import RangeIndexer, default_rules, unpack_segments
 from usenet_indexer.indexing.grouping import GAP_ARTICLES
 from usenet_indexer.nntp.pool import NNTPPool, ServerSettings

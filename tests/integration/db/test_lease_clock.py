@@ -22,7 +22,7 @@ import pytest
 
 from tests.support.databases import SqliteTemplate
 from tests.support.store import services_for
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.db.clock import anchored_clock
 from usenet_indexer.leases.ownership import OwnershipLeases
 from usenet_indexer.leases.ranges import RangeLease

@@ -11,7 +11,7 @@ import pytest
 from tests.support.generated import expected_catalog, posting, spool_posting, stored_catalog
 from tests.support.live import live_coordinator
 from tests.support.store import query, services_for
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.edge.client import NodeClient
 from usenet_indexer.edge.lanes import restore_window, run_lane_range, run_lanes
 from usenet_indexer.edge.worker import EdgeWorker

@@ -11,7 +11,7 @@ import pytest
 
 from tests.support.live import live_coordinator
 from tests.support.store import query, services_for
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.edge.client import NodeClient
 from usenet_indexer.edge.supervisor import supervise
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.store import services_for
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 
 
 @pytest.fixture

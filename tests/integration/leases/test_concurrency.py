@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.store import query
-from usenet_indexer.coordinator.services import Services, open_services
+from usenet_indexer.coordinator.wiring import Services, open_services
 from usenet_indexer.leases.audit import audit
 from usenet_indexer.leases.errors import LeaseLost
 from usenet_indexer.settings import Settings

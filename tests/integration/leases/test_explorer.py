@@ -16,7 +16,7 @@ import pytest
 
 from tests.support.explorer import explore
 from tests.support.store import services_for
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 
 SECONDS = {"postgresql": 150.0, "sqlite": 20.0}
 LONGEST = float(os.environ.get("USENET_INDEXER_EXPLORE_SECONDS", max(SECONDS.values())))

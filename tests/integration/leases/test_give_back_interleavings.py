@@ -18,7 +18,7 @@ import pytest
 
 from tests.support.interleave import Interleaving
 from tests.support.store import TTL, query
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.leases.audit import audit
 from usenet_indexer.leases.errors import LeaseLost, StaleBatch
 from usenet_indexer.leases.ranges import RangeLease

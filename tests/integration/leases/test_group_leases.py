@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.store import TTL, backdate, backdate_lane, query
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.leases.errors import LeaseLost
 from usenet_indexer.leases.groups import BadLane, check_lane
 

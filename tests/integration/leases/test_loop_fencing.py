@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 import pytest
 
 from tests.support.interleave import Interleaving
-from usenet_indexer.coordinator.loops import LoopRunner
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.loops.runner import LoopRunner
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.db import Database, Fenced
 from usenet_indexer.db.database import Fence
 from usenet_indexer.leases.ownership import OwnershipFence, OwnershipLeases

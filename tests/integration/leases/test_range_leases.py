@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from tests.support.store import TTL, backdate, query
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.leases.errors import LeaseLost, RangeError, StaleBatch
 from usenet_indexer.leases.ranges import RangeLeases
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from tests.support.store import query
-from usenet_indexer.coordinator.planning import Backfill
 from usenet_indexer.coordinator.registries.groups import GroupError
 from usenet_indexer.coordinator.registries.nodes import (
     NodeDisabled,
@@ -14,7 +13,8 @@ from usenet_indexer.coordinator.registries.nodes import (
     hash_token,
     new_token,
 )
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
+from usenet_indexer.leases.planning import Backfill
 
 
 def test_node_token_is_shown_once_and_only_its_hash_kept(services: Services) -> None:

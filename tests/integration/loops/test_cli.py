@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from usenet_indexer.cli import app
-from usenet_indexer.coordinator.services import open_services
+from usenet_indexer.coordinator.wiring import open_services
 from usenet_indexer.settings import Settings
 
 

@@ -14,17 +14,12 @@ from tests.support import inn2 as support
 from tests.support.live import run_edge_workers
 from tests.support.loops import news_service, prefetch_all
 from tests.support.store import query, services_for
-from usenet_indexer.coordinator.planner import Planner
-from usenet_indexer.coordinator.prefetcher import Prefetcher
+from usenet_indexer.coordinator.loops.planner import Planner
+from usenet_indexer.coordinator.loops.prefetcher import Prefetcher
 from usenet_indexer.indexing import unpack_segments
 from usenet_indexer.leases.audit import audit
 
 RELEASES, FILES = 30, 40  # 1,200 articles: two ranges of 1,000, chunks of 100
-
-
-@pytest.fixture(scope="session")
-def inn2() -> None:
-    support.ensure_inn2()
 
 
 def catalog_message_ids(services: object) -> Counter[str]:

@@ -11,24 +11,17 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-import pytest
-
 from tests.support import inn2 as support
 from tests.support.live import run_edge_workers
 from tests.support.loops import news_service, prefetch_all
 from tests.support.store import query, services_for
 from usenet_indexer.catalog.nzbs import nzb_bytes
 from usenet_indexer.catalog.search import SearchQuery
-from usenet_indexer.coordinator.planner import Planner
-from usenet_indexer.coordinator.prefetcher import Prefetcher
+from usenet_indexer.coordinator.loops.planner import Planner
+from usenet_indexer.coordinator.loops.prefetcher import Prefetcher
 from usenet_indexer.indexing import unpack_segments
 
 FILES = 12
-
-
-@pytest.fixture(scope="session")
-def inn2() -> None:
-    support.ensure_inn2()
 
 
 def test_a_cross_post_is_one_release_listing_both_groups(

@@ -27,18 +27,13 @@ import pytest
 from tests.support import inn2 as support
 from tests.support.loops import group_row, news_service, prefetch_all, ranges_of, stored_lines
 from usenet_indexer.articles import chunk_spans
-from usenet_indexer.coordinator.planner import Planner
-from usenet_indexer.coordinator.planning import Backfill
-from usenet_indexer.coordinator.prefetcher import Prefetcher
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.loops.planner import Planner
+from usenet_indexer.coordinator.loops.prefetcher import Prefetcher
+from usenet_indexer.coordinator.wiring import Services
+from usenet_indexer.leases.planning import Backfill
 from usenet_indexer.wire.chunks import inflate_chunk
 
 ARTICLES = 2345
-
-
-@pytest.fixture(scope="session")
-def inn2() -> None:
-    support.ensure_inn2()
 
 
 def cancel(message_id: str) -> None:
@@ -189,7 +184,7 @@ def test_the_probe_loop_renames_an_obfuscated_release_through_the_shared_pool(
     from tests.integration.catalog.test_probe import GROUP, HASH, REAL, overview, par2_index
     from tests.support.store import query, services_for
     from usenet_indexer.catalog.batch_store import store_batch
-    from usenet_indexer.coordinator.server import probe_work
+    from usenet_indexer.coordinator.loops.probe import probe_work
     from usenet_indexer.indexing import RangeIndexer
     from usenet_indexer.indexing.rules import default_rules
     from usenet_indexer.nntp import yenc

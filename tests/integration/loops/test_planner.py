@@ -12,11 +12,11 @@ import pytest
 
 from tests.support.fake_nntp import FakeNNTPServer, Script, fill_group
 from tests.support.loops import group_row, news_service, ranges_of
-from usenet_indexer.coordinator.news import NewsService
-from usenet_indexer.coordinator.planner import Planner, first_on_or_after
-from usenet_indexer.coordinator.planning import TAIL_PRIORITY, Backfill
-from usenet_indexer.coordinator.services import Services
-from usenet_indexer.nntp.fake_server import overview_line
+from usenet_indexer.coordinator.loops.news import NewsService
+from usenet_indexer.coordinator.loops.planner import Planner, first_on_or_after
+from usenet_indexer.coordinator.wiring import Services
+from usenet_indexer.leases.planning import TAIL_PRIORITY, Backfill
+from usenet_indexer.newsservers.fake_server import overview_line
 
 A, B, C = "alt.binaries.a", "alt.binaries.b", "alt.binaries.c"
 

@@ -18,9 +18,9 @@ from tests.support.fake_nntp import FakeNNTPServer, Script, fill_group
 from tests.support.loops import formats, news_service, prefetch_all, ranges_of, stored_lines
 from tests.support.store import query
 from usenet_indexer.articles import chunk_spans
-from usenet_indexer.coordinator.news import NewsService
-from usenet_indexer.coordinator.prefetcher import LEASED_AHEAD_OVER_CAP, Prefetcher
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.loops.news import NewsService
+from usenet_indexer.coordinator.loops.prefetcher import LEASED_AHEAD_OVER_CAP, Prefetcher
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.storage.blobs import LocalBlobStore, LocalFileWriter
 from usenet_indexer.storage.spool import Spool
 from usenet_indexer.wire.chunks import ChunkError, inflate_chunk
@@ -362,7 +362,7 @@ async def test_a_round_ends_soon_after_its_deadline_whatever_the_server_does(
     services: Services, make: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The loop renews its ownership lease between rounds: a stalled fetch must not hold a round."""
-    import usenet_indexer.coordinator.prefetcher as prefetcher_module
+    import usenet_indexer.coordinator.loops.prefetcher as prefetcher_module
 
     monkeypatch.setattr(prefetcher_module, "ROUND_GRACE_SECONDS", 0.5)
     services.settings.prefetch_round_seconds = 0.2

@@ -14,11 +14,6 @@ from tests.support import inn2 as support
 from usenet_indexer.nntp.client import NNTPClient
 
 
-@pytest.fixture(scope="session")
-def inn2() -> None:
-    support.ensure_inn2()
-
-
 @pytest.fixture
 def inn2_group(inn2: None) -> str:
     """A new, empty group with a name no other test uses."""

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from tests.support.store import TTL, backdate, query
 from usenet_indexer.articles import chunk_spans
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.wire.chunks import deflate_plain, inflate_chunk
 from usenet_indexer.wire.frames import FrameDecoder, FrameError, FrameType
 

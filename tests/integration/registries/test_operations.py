@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 from tests.support.store import query, services_for
 from usenet_indexer.cli import app as cli_app
 from usenet_indexer.coordinator.http.app import create_app
-from usenet_indexer.coordinator.planning import Backfill
 from usenet_indexer.coordinator.registries.operations import Operations, Refused
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
+from usenet_indexer.leases.planning import Backfill
 
 GROUP = "alt.binaries.ops"
 ADMIN_PASSWORD = "the operations tests' admin password"

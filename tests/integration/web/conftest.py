@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from tests.support.catalog import fill_catalog
 from tests.support.store import services_for
 from usenet_indexer.coordinator.http.app import create_app
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 
 GROUP = "alt.binaries.generated"
 ADMIN_PASSWORD = "correct horse battery staple"

@@ -16,7 +16,7 @@ from tests.integration.web.conftest import ADMIN_PASSWORD, GROUP
 from tests.support.live import live_coordinator
 from tests.support.store import query
 from usenet_indexer.catalog.search import SearchQuery
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 
 pytestmark = pytest.mark.slow
 

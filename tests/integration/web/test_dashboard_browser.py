@@ -23,7 +23,7 @@ from tests.support.live import live_coordinator
 from tests.support.store import services_for
 from usenet_indexer.coordinator.http.charts import CHART_BUCKETS, CHART_HEIGHT, CHART_WIDTH
 from usenet_indexer.coordinator.http.dashboard import dashboard
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.leases.ranges import RangeLease
 
 pytestmark = pytest.mark.slow

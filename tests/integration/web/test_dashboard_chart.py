@@ -14,7 +14,7 @@ from tests.integration.web.conftest import GROUP
 from tests.support.store import query
 from usenet_indexer.coordinator.http.charts import CHART_BUCKETS, CHART_WINDOW_SECONDS
 from usenet_indexer.coordinator.http.dashboard import dashboard
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 
 IDLE = "alt.binaries.idle"
 BUCKET = CHART_WINDOW_SECONDS / CHART_BUCKETS

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.indexing import unpack_segments
 
 NS = {"newznab": "http://www.newznab.com/DTD/2010/feeds/attributes/"}

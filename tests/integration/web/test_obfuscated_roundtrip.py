@@ -60,8 +60,8 @@ from tests.support.nzbget import NZBGet, wait_for_entries
 from tests.support.posting import Posted, make_release, post
 from tests.support.store import query, services_for
 from usenet_indexer.catalog.grouping import Grouper
-from usenet_indexer.coordinator.server import background_loops
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.loops.background import background_loops
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.edge.client import NodeClient
 from usenet_indexer.edge.worker import EdgeWorker
 from usenet_indexer.indexing import unpack_segments

@@ -34,7 +34,7 @@ from tests.support.live import live_coordinator
 from tests.support.nzbget import NZBGet, wait_for_history
 from tests.support.store import query, services_for
 from usenet_indexer.articles import chunk_spans
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.edge.client import NodeClient
 from usenet_indexer.edge.worker import EdgeWorker
 from usenet_indexer.nntp import yenc
@@ -50,8 +50,7 @@ POSTER = "roundtrip@usenet-indexer.test"
 
 
 @pytest.fixture(scope="module")
-def inn2_ready() -> None:
-    support.ensure_inn2()
+def inn2_ready(inn2: None) -> None:
     for tool in ("par2", "nzbget"):
         if shutil.which(tool) is None:
             pytest.fail(f"{tool} is not installed: run scripts/setup-system.sh")

@@ -16,7 +16,7 @@ from tests.integration.web.conftest import ADMIN_PASSWORD, GROUP
 from tests.support.store import query
 from usenet_indexer.cli import app as cli_app
 from usenet_indexer.coordinator.http.access import MAX_FORM_BYTES
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.readable import ago, human_bytes, human_number
 
 

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from usenet_indexer.coordinator.loops import LoopRunner
+from usenet_indexer.coordinator.loops.runner import LoopRunner
 from usenet_indexer.db import Fenced
 from usenet_indexer.leases.ownership import Claim
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from usenet_indexer.coordinator.prefetcher import in_turn
+from usenet_indexer.coordinator.loops.prefetcher import in_turn
 
 
 def test_leased_ranges_all_take_turns() -> None:

@@ -185,6 +185,32 @@ def test_the_coordinator_makes_keys_and_names_and_checks_candidates() -> None:
     assert check_authority(replace(batch, candidates=(elsewhere,)), group=GROUP, low=low, high=high)
 
 
+def test_a_candidates_message_id_is_a_whole_segment_id_of_its_release() -> None:
+    """The check searches each file's joined ids (issue 17): a part of an id, two ids with the newline
+    between them, or a string that is no UTF-8 is not a segment; every real id is."""
+    from dataclasses import replace
+
+    from tests.unit.indexing.drive import GROUP
+    from usenet_indexer.indexing import ProbeCandidate
+    from usenet_indexer.wire.batch import check_authority
+
+    batch = single_run(scenario(4, releases=6))[0]
+    low, high = batch.from_id, batch.to_id
+    fragment = next(f for f in batch.fragments if any(len(file.parts) > 1 for file in f.files))
+
+    def check(mid: str) -> None:
+        candidate = ProbeCandidate(fragment.key, fragment.name, mid, None)
+        check_authority(replace(batch, candidates=(candidate,)), group=GROUP, low=low, high=high)
+
+    ids = [mid for file in fragment.files for mid in file.message_id_list()]
+    for mid in ids:
+        check(mid)
+    first, second = next(file.message_id_list()[:2] for file in fragment.files if len(file.parts) > 1)
+    for wrong in (first[1:], first[:-1], f"{first}\n{second}", first + "\ud800", "\ud800"):
+        with pytest.raises(BatchError, match=r"candidates\[0\]: message-id"):
+            check(wrong)
+
+
 def test_a_password_candidate_names_its_own_archive_article_and_travels_the_wire() -> None:
     """Issue 16: a password probe's candidate (no PAR2, an archive's article) survives the wire, and its
     article must be one of its release's segments; a PAR2 message-id left empty is refused without it."""

@@ -441,6 +441,14 @@ def _noise(draw: st.DrawFn, words: bool) -> str:
     file="Some.Show.S01E02.720p.WEB.h264-GRP.mkv", counter=(1, 2), part=(1, 1),
     form='[{i}/{n}] - "{f}" yEnc ({p}/{t})', prefix=">ghost-of-usenet.org<>ghost-of-usenet.org<", suffix="",
 )  # fmt: skip
+@example(  # a banner closing where another opens: the whole "<<<" closed the first (session 9)
+    file="Some.Show.S01E02.720p.WEB.h264-GRP.mkv", counter=(1, 2), part=(1, 1),
+    form='[{i}/{n}] - "{f}" yEnc ({p}/{t})', prefix=">ghost-of-usenet.org<<<www.town.ag>>", suffix="",
+)  # fmt: skip
+@example(  # the same, mirrored
+    file="Some.Show.S01E02.720p.WEB.h264-GRP.mkv", counter=(1, 2), part=(1, 1),
+    form='[{i}/{n}] - "{f}" yEnc ({p}/{t})', prefix="<<www.town.ag>>>ghost-of-usenet.org<", suffix="",
+)  # fmt: skip
 def test_tags_around_a_standard_subject_change_nothing(
     file: str, counter: tuple[int, int], part: tuple[int, int], form: str, prefix: str, suffix: str
 ) -> None:

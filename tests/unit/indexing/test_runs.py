@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from tests.support.obfuscated import RandomPosting, plan_random, post_random
 from tests.unit.indexing.test_grouping import store_interleaved
-from usenet_indexer.indexing import RangeIndexer, _native, default_rules
+from usenet_indexer import accelerator
+from usenet_indexer.indexing import RangeIndexer, default_rules
 from usenet_indexer.indexing.fragment import Batch, ReleaseFragment
 from usenet_indexer.indexing.grouping import (
     GAP_ARTICLES,
@@ -87,8 +88,8 @@ def merged_runs(batches: list[Batch]) -> dict[str, ReleaseFragment]:
 
 @pytest.mark.parametrize("native", [False, True])
 def test_binary_sized_lines_no_rule_reads_become_runs(native: bool) -> None:
-    if native and _native.speedups is None:
-        pytest.skip(f"the C accelerator is not built: {_native.REASON}")
+    if native and accelerator.speedups is None:
+        pytest.skip(f"the C accelerator is not built: {accelerator.REASON}")
     base = SCENARIOS[0].posting.articles[:40]
     text = Article(
         base[-1].number + 1, "a text post", "talker@x", base[-1].date, "t1@x", 900, (GROUP,), 0, 0, 1
@@ -108,8 +109,8 @@ def test_binary_sized_lines_no_rule_reads_become_runs(native: bool) -> None:
 
 
 def test_the_native_and_the_python_loops_make_the_same_runs() -> None:
-    if _native.speedups is None:
-        pytest.skip(f"the C accelerator is not built: {_native.REASON}")
+    if accelerator.speedups is None:
+        pytest.skip(f"the C accelerator is not built: {accelerator.REASON}")
     s = SCENARIOS[1]
     a = index(s.posting.articles, s.posting.first, s.posting.last, [s.posting.first + 57], native=True)
     b = index(s.posting.articles, s.posting.first, s.posting.last, [s.posting.first + 57], native=False)

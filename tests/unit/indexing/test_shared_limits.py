@@ -20,7 +20,7 @@ from .conftest import NATIVE, needs_native
 
 # indexing/__init__.py exports the function merge() under the module's name.
 merge = importlib.import_module("usenet_indexer.indexing.merge")
-SOURCE = (Path(__file__).parents[3] / "src/usenet_indexer/indexing/_speedups.c").read_text(encoding="utf-8")
+SOURCE = (Path(__file__).parents[3] / "src/usenet_indexer/accelerator/_speedups.c").read_text("utf-8")
 
 # #defines that only the C code uses, each with why it has no twin.
 C_ONLY = {

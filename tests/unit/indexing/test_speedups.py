@@ -28,8 +28,9 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from usenet_indexer.indexing import _native, sample
+from usenet_indexer import accelerator
 from usenet_indexer.indexing import indexer as indexer_module
+from usenet_indexer.indexing import sample
 from usenet_indexer.indexing.fragment import Batch, FileFragment, int_array
 from usenet_indexer.indexing.indexer import IndexerError, RangeIndexer, _FileAcc, _FileInfo, _ReleaseInfo
 from usenet_indexer.indexing.merge import (
@@ -465,7 +466,7 @@ def test_an_error_in_the_slow_line_propagates() -> None:
 
 
 def _path_in_child(**env: str) -> str:
-    code = "from usenet_indexer.indexing import _native; print(_native.PATH, '|', _native.REASON)"
+    code = "from usenet_indexer import accelerator; print(accelerator.PATH, '|', accelerator.REASON)"
     child = subprocess.run(
         [sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True, text=True, check=True
     )
@@ -474,12 +475,12 @@ def _path_in_child(**env: str) -> str:
 
 def test_pure_path_on_request() -> None:
     assert _path_in_child(USENET_INDEXER_PURE="1").startswith("pure | USENET_INDEXER_PURE is set")
-    built = importlib.util.find_spec("usenet_indexer.indexing._speedups") is not None
+    built = importlib.util.find_spec("usenet_indexer.accelerator._speedups") is not None
     assert _path_in_child(USENET_INDEXER_PURE="0").split()[0] == ("native" if built else "pure")
 
 
 def test_native_required_but_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_native, "speedups", None)
+    monkeypatch.setattr(accelerator, "speedups", None)
     with pytest.raises(IndexerError, match="native accelerator is not available"):
         RangeIndexer(GROUP, 0, 1, 0, default_rules(), native=True)
     assert not RangeIndexer(GROUP, 0, 1, 0, default_rules()).native
@@ -493,7 +494,7 @@ def test_the_accelerator_is_built_where_a_compiler_is() -> None:
     headers = Path(sysconfig.get_paths()["include"], "Python.h")
     if not cc or shutil.which(cc[0]) is None or not headers.is_file():
         pytest.skip("no C compiler or Python headers here")
-    assert _native.PATH == "native", _native.REASON
+    assert accelerator.PATH == "native", accelerator.REASON
 
 
 @needs_native
@@ -572,7 +573,7 @@ def both_ways(call: Callable[[], object], refusals: tuple[type[Exception], ...])
     for path in ("native", "pure"):
         with pytest.MonkeyPatch().context() as patch:
             if path == "pure":
-                patch.setattr(_native, "speedups", None)
+                patch.setattr(accelerator, "speedups", None)
             try:
                 results.append(call())
             except refusals:
@@ -669,7 +670,7 @@ def test_segment_blob_refuses_a_name_past_the_limit_and_takes_lists_through_pyth
     with pytest.raises(ValueError, match="65536 bytes cannot be packed"):
         segment_blob([long_name])
     with pytest.MonkeyPatch().context() as patch:
-        patch.setattr(_native, "speedups", None)
+        patch.setattr(accelerator, "speedups", None)
         with pytest.raises(ValueError, match="65536 bytes cannot be packed"):
             segment_blob([long_name])
     # A column that is a list, not an int64 array: the Python path converts it, same bytes.
@@ -686,7 +687,7 @@ def test_column_range_native_and_pure_agree(values: list[int]) -> None:
     """check_authority's articles bounds (issue 17): one C pass, the same as min() and max()."""
     from usenet_indexer.indexing.merge import column_range
 
-    native = _native.speedups
+    native = accelerator.speedups
     assert native is not None
     column = int_array(values)
     assert native.column_range(column) == column_range(values) == (min(values), max(values))  # type: ignore[arg-type]
@@ -695,7 +696,7 @@ def test_column_range_native_and_pure_agree(values: list[int]) -> None:
 
 @needs_native
 def test_column_range_refuses_what_is_not_a_column() -> None:
-    native = _native.speedups
+    native = accelerator.speedups
     assert native is not None
     with pytest.raises(ValueError, match="empty"):
         native.column_range(int_array())

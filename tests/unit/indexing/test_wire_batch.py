@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from usenet_indexer.indexing import _native, pack_segments
+from usenet_indexer import accelerator
+from usenet_indexer.indexing import pack_segments
 from usenet_indexer.indexing.fragment import FileFragment, int_array
 from usenet_indexer.wire.batch import MAGIC, BatchError, decode_batch, encode_batch
 
@@ -24,9 +25,9 @@ BATCH = single_run(scenario(4, releases=6))[0]
 def blob_checks(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every test on both paths of the blob checks: the C accelerator's and the pure-Python one."""
     if request.param == "pure":
-        monkeypatch.setattr(_native, "speedups", None)
-    elif _native.speedups is None:
-        pytest.skip(f"the C accelerator is not built: {_native.REASON}")
+        monkeypatch.setattr(accelerator, "speedups", None)
+    elif accelerator.speedups is None:
+        pytest.skip(f"the C accelerator is not built: {accelerator.REASON}")
     return str(request.param)
 
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from usenet_indexer.indexing import _native
+from usenet_indexer import accelerator
 from usenet_indexer.nntp import (
     NEED_DATA,
     AccessDenied,
@@ -133,10 +133,10 @@ _BODY_LINES = st.lists(
 def line_scan_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """The dot reader on the C accelerator's line_scan and on its Python twin."""
     if request.param == "native":
-        if _native.speedups is None:
+        if accelerator.speedups is None:
             pytest.skip("the C extension is not built")
-        monkeypatch.setattr(_readers, "line_scan", _native.speedups.line_scan)
-        monkeypatch.setattr(_readers, "scan_block", _native.speedups.line_scan)
+        monkeypatch.setattr(_readers, "line_scan", accelerator.speedups.line_scan)
+        monkeypatch.setattr(_readers, "scan_block", accelerator.speedups.line_scan)
     else:
         monkeypatch.setattr(_readers, "line_scan", _readers._line_scan)
         monkeypatch.setattr(_readers, "scan_block", _readers._scan_without_count)
@@ -148,10 +148,10 @@ def line_scan_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
     st.binary(max_size=200).map(lambda b: b.translate(bytes([(0x0A, 0x2E, 0x41)[i % 3] for i in range(256)])))
 )
 def test_line_scan_native_and_pure_agree(data: bytes) -> None:
-    if _native.speedups is None:
+    if accelerator.speedups is None:
         pytest.skip("the C extension is not built")
-    assert _native.speedups.line_scan(data) == _readers._line_scan(data)
-    assert _native.speedups.line_scan(bytearray(data)) == _readers._line_scan(data)  # type: ignore[arg-type]
+    assert accelerator.speedups.line_scan(data) == _readers._line_scan(data)
+    assert accelerator.speedups.line_scan(bytearray(data)) == _readers._line_scan(data)  # type: ignore[arg-type]
 
 
 @pytest.mark.fuzz

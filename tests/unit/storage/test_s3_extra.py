@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from usenet_indexer.coordinator.services import open_blob_store
+from usenet_indexer.coordinator.wiring import open_blob_store
 from usenet_indexer.extras import MissingExtra
 from usenet_indexer.settings import Settings
 from usenet_indexer.storage.blobs import LocalBlobStore

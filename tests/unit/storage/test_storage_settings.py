@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from usenet_indexer.coordinator.services import open_blob_store
+from usenet_indexer.coordinator.wiring import open_blob_store
 from usenet_indexer.settings import Settings
 from usenet_indexer.storage.blobs import LocalBlobStore
 from usenet_indexer.storage.s3 import S3BlobStore, S3Location, StorageUrlError

@@ -18,9 +18,9 @@ from usenet_indexer.coordinator.http.newznab import (
     search_query,
     xml_escape,
 )
-from usenet_indexer.coordinator.registries.passwords import hash_password, verify_password
 from usenet_indexer.indexing import FileFragment, pack_segments
 from usenet_indexer.indexing.fragment import int_array
+from usenet_indexer.passwords import hash_password, verify_password
 
 
 def test_words_are_letters_and_digits_only() -> None:

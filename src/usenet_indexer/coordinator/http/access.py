@@ -21,7 +21,7 @@ from usenet_indexer.coordinator.http.pages import PageRefused, SignInFirst
 from usenet_indexer.coordinator.http.sessions import Session, admin_session, current_session
 from usenet_indexer.coordinator.registries.operations import Refused
 from usenet_indexer.coordinator.registries.users import LimitReached
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 
 MAX_FORM_BYTES = 256 << 10
 

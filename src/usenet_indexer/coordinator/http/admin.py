@@ -16,9 +16,9 @@ from usenet_indexer.coordinator.http.access import AdminForm, AdminPage, optiona
 from usenet_indexer.coordinator.http.dashboard import dashboard, workers
 from usenet_indexer.coordinator.http.pages import refused, render, sentence
 from usenet_indexer.coordinator.http.state import Ops, Svc
-from usenet_indexer.coordinator.planning import DEFAULT_BACKFILL_DAYS, Backfill, BackfillError
 from usenet_indexer.coordinator.registries.operations import Done, Operations, Refused
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
+from usenet_indexer.leases.planning import DEFAULT_BACKFILL_DAYS, Backfill, BackfillError
 
 router = APIRouter(include_in_schema=False)
 

@@ -24,7 +24,7 @@ from usenet_indexer.coordinator.http.pages import install_page_handlers
 from usenet_indexer.coordinator.http.state import Meter, Ops
 from usenet_indexer.coordinator.http.streams import StreamSlots
 from usenet_indexer.coordinator.registries.operations import Operations
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 
 # The operator's pages: how the coordinator runs (this machine, or the admin logged in).
 operator = APIRouter(dependencies=[Depends(operator_only)])

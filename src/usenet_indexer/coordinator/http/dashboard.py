@@ -15,7 +15,7 @@ from usenet_indexer.coordinator.http.charts import (
 )
 from usenet_indexer.coordinator.progress import Lane, Probes, Worker, read_progress, read_workers
 from usenet_indexer.coordinator.registries.groups import GroupSummary
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.db import Row
 
 # Headers/s is averaged over the batches of this window: a worker posts a batch every few seconds to

@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 
 SPOOL_SIZE_EVERY_SECONDS = 30.0  # sizing the spool lists its blobs (a walk of files, or S3 list pages)
 

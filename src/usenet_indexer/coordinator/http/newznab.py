@@ -36,7 +36,7 @@ from usenet_indexer.catalog.nzbs import download_headers, nzb_bytes
 from usenet_indexer.catalog.search import MAX_LIMIT, ReleaseHit, SearchPage, SearchQuery
 from usenet_indexer.coordinator.http.state import Svc
 from usenet_indexer.coordinator.registries.users import ApiUser, BadKey, LimitReached, Usage
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.indexing.categories import MOVIES, NAMES, TV
 from usenet_indexer.indexing.merge import SegmentBlobError
 from usenet_indexer.logs import get_logger

@@ -24,7 +24,7 @@ from usenet_indexer.coordinator.http.network import RequestRefused
 from usenet_indexer.coordinator.http.state import Config, Meter, Streams, Svc
 from usenet_indexer.coordinator.http.streams import StreamSlot
 from usenet_indexer.coordinator.registries.nodes import NodeDisabled, Unauthorized
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.db import Row, Tx
 from usenet_indexer.indexing.window import Window
 from usenet_indexer.leases.errors import LeaseLost, RangeError

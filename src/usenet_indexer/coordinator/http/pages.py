@@ -14,7 +14,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from usenet_indexer.coordinator.http.sessions import current_session
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.indexing.categories import NAMES
 from usenet_indexer.readable import ago, human_bytes, human_number, timestamp
 

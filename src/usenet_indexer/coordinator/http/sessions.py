@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from starlette.requests import Request
 
-from usenet_indexer.coordinator.registries.passwords import verify_password
 from usenet_indexer.coordinator.registries.users import ApiUser
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
+from usenet_indexer.passwords import verify_password
 
 SESSION_COOKIE = "uix_session"
 _CACHE_KEY = "uix_session"

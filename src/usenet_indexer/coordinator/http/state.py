@@ -15,7 +15,7 @@ from fastapi import Depends, Request
 from usenet_indexer.coordinator.http.metrics import Metrics
 from usenet_indexer.coordinator.http.streams import StreamSlots
 from usenet_indexer.coordinator.registries.operations import Operations
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.settings import Settings
 
 

@@ -45,7 +45,7 @@ from usenet_indexer.coordinator.http.sessions import (
 )
 from usenet_indexer.coordinator.http.state import Svc
 from usenet_indexer.coordinator.registries.users import ApiUser, LimitReached
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.indexing import SegmentBlobError, unpack_segments
 from usenet_indexer.logs import get_logger
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from usenet_indexer.articles import GroupNameError, check_group_name
-from usenet_indexer.coordinator.planning import (
+from usenet_indexer.db import Database, Row
+from usenet_indexer.db.database import Fence
+from usenet_indexer.leases.planning import (
     ALL_HISTORY,
     Backfill,
     PlanCursor,
@@ -13,8 +15,6 @@ from usenet_indexer.coordinator.planning import (
     PlanSizes,
     plan_ranges,
 )
-from usenet_indexer.db import Database, Row
-from usenet_indexer.db.database import Fence
 
 
 class GroupError(ValueError):

@@ -16,13 +16,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
-from usenet_indexer.coordinator.planning import Backfill, BackfillError
 from usenet_indexer.coordinator.registries.groups import GroupError, Groups, GroupSummary
 from usenet_indexer.coordinator.registries.nodes import NodeError, NodeInfo, Nodes
 from usenet_indexer.coordinator.registries.rules import RuleStore
 from usenet_indexer.coordinator.registries.users import UserError, UserInfo, Users
 from usenet_indexer.indexing.rules import Rule, RuleError, RuleSet, SubjectMatch
 from usenet_indexer.indexing.rules import test as test_subject
+from usenet_indexer.leases.planning import Backfill, BackfillError
 
 
 class Registries(Protocol):

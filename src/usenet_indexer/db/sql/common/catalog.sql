@@ -35,7 +35,13 @@ WHERE id = :id
 INSERT INTO probe_queue (release_key, par2_message_id, nfo_message_id, archive_message_id, priority, created_at,
                          updated_at)
 VALUES (:key, :par2_message_id, :nfo_message_id, :archive_message_id, :priority, {now}, {now})
-ON CONFLICT (release_key) DO NOTHING
+-- A password probe answered from another archive's first article than this candidate's is asked again
+-- (its row keeps the article it read): a film's volumes stored after its subtitles' small plain
+-- archive had that archive answer for the film. The probe re-picks the main set's first volume from
+-- the stored release, and reads nothing when that is the article it read before (catalog/probe.py).
+ON CONFLICT (release_key) DO UPDATE SET status = 'queued', attempts = 0, error = NULL, updated_at = {now}
+WHERE probe_queue.priority = 1 AND excluded.priority = 1 AND probe_queue.status = 'done'
+  AND probe_queue.archive_message_id <> excluded.archive_message_id
 
 -- name: release_group_by_key
 SELECT group_name FROM releases WHERE key = :key
@@ -53,6 +59,19 @@ WHERE key = :key
 -- name: release_password
 -- A password probe's answer (catalog/probe.py): only where the archive's headers told.
 UPDATE releases SET password = :password, updated_at = {now} WHERE key = :key
+
+-- name: password_probe_done
+-- :read the archive article the answer came from (NULL: none read), checked when asked again.
+UPDATE probe_queue
+SET status = 'done', error = NULL, archive_message_id = COALESCE(:read, archive_message_id),
+    articles = articles + :articles, bytes = bytes + :bytes, updated_at = {now}
+WHERE release_key = :key
+
+-- name: probe_requeue
+-- A password probe whose release gained another archive set's first volume while it read: asked again.
+UPDATE probe_queue
+SET status = 'queued', articles = articles + :articles, bytes = bytes + :bytes, updated_at = {now}
+WHERE release_key = :key AND status = 'working'
 
 -- name: probe_done
 UPDATE probe_queue

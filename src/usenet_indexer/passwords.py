@@ -1,5 +1,6 @@
 """Web UI passwords (the admin's, users'): scrypt (the standard library's), stored as
-``scrypt$n$r$p$salt$hash``."""
+``scrypt$n$r$p$salt$hash``. Pure (the standard library only), so that settings, which check and hash the
+admin's, and the coordinator's users and sessions import it from below both."""
 
 from __future__ import annotations
 

@@ -11,14 +11,14 @@
 - Files a writer left half-written (a crash between write and rename) go after an hour.
 
 The counts (``spooled_chunks``) are the prefetcher's to correct: it alone knows which fetches are in
-flight (coordinator/prefetcher.py).
+flight (coordinator/loops/prefetcher.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.db.database import Fence
 from usenet_indexer.leases.ranges import FinishedRange
 from usenet_indexer.logs import get_logger
@@ -41,7 +41,7 @@ class SpoolCleanup:
         self, services: Services, *, abandoned_fence: Fence | None = None, sweep_fence: Fence | None = None
     ) -> None:
         self.services = services
-        # The two loops' fences (coordinator/loops.py): their writes check them.
+        # The two loops' fences (coordinator/loops/runner.py): their writes check them.
         self.abandoned_fence = abandoned_fence
         self.sweep_fence = sweep_fence
 

@@ -1,5 +1,5 @@
 /* Optional native accelerator: the hot loops of the indexer, the segment blob and the NNTP reader; see
-_native.py for how it is picked (once, for every caller).
+accelerator/__init__.py for how it is picked (once, for every caller).
 
 Everything here has a pure-Python twin that stays the reference: tests compare the two on generated,
 golden, damaged and garbage input (tests/unit/indexing/test_speedups.py, test_indexer.py,
@@ -1238,8 +1238,8 @@ static PyModuleDef_Slot slots[] = {
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
-    .m_name = "usenet_indexer.indexing._speedups",
-    .m_doc = "Native twins of hot loops (the indexer, the segment blob, the NNTP reader); see _native.py.",
+    .m_name = "usenet_indexer.accelerator._speedups",
+    .m_doc = "Native twins of hot loops (the indexer, the segment blob, the NNTP reader); see usenet_indexer.accelerator.",
     .m_size = 0,
     .m_methods = methods,
     .m_slots = slots,

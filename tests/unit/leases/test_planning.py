@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from usenet_indexer.articles import aligned
-from usenet_indexer.coordinator.planning import (
+from usenet_indexer.leases.planning import (
     MAX_PLANNED_RANGES,
     TAIL_PRIORITY,
     PlanCursor,

@@ -2,11 +2,14 @@
 
 ``_speedups`` (``_speedups.c``) holds native twins of the hot paths: the indexer's fast loop over a
 clean chunk and the building of a file's columns at take(), the segment blob's writing and reading
-(merge.py), and the NNTP reader's line scan (nntp/_readers.py). It is compiled by the build hook
-(hatch_build.py) when a C compiler and the Python headers are there; when it is not, or when
-``USENET_INDEXER_PURE=1`` is set, the pure-Python code runs instead. Both give the same batches
-(tests/unit/indexing compare them); the native one indexes about 2.4 times as fast (bench/index.py:
-0.57-0.60 of the floor's rate against 0.24).
+(indexing/merge.py), and the NNTP reader's line scan (nntp/_readers.py). A module of its own, below
+both indexing and nntp, so that neither imports the other for it (tests/unit/test_layering.py): it
+imports nothing of the package, and the C code is given the fragment type it builds (``file_type``).
+
+It is compiled by the build hook (hatch_build.py) when a C compiler and the Python headers are
+there; when it is not, or when ``USENET_INDEXER_PURE=1`` is set, the pure-Python code runs instead.
+Both give the same batches (tests/unit/indexing compare them); the native one indexes about 2.4 times
+as fast (bench/index.py: 0.57-0.60 of the floor's rate against 0.24).
 
 Like httpx's ``_decoders``, the import is tried once here and everything else asks this module.
 ``PATH`` says which path is in use and ``REASON`` why; the edge worker logs both when it starts.
@@ -19,10 +22,10 @@ import logging
 import os
 from array import array
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-if TYPE_CHECKING:
-    from usenet_indexer.indexing.fragment import FileFragment
+# indexing.fragment.FileFragment: its fields are read and set by name (_speedups.c, file_field_names)
+_File = TypeVar("_File")
 
 PURE_ENV = "USENET_INDEXER_PURE"
 
@@ -51,17 +54,17 @@ class Speedups(Protocol):
 
     def line_scan(self, data: bytes, /) -> tuple[int, int]: ...
 
-    def segment_blob(self, files: Sequence[FileFragment], /) -> bytes: ...
+    def segment_blob(self, files: Sequence[Any], /) -> bytes: ...
 
     def segment_files(
-        self, data: bytes, max_text: int, max_id: int, file_type: type[FileFragment], /
-    ) -> list[FileFragment]: ...
+        self, data: bytes, max_text: int, max_id: int, file_type: type[_File], /
+    ) -> list[_File]: ...
 
     def column_range(self, column: array[int], /) -> tuple[int, int]: ...
 
 
 if TYPE_CHECKING:  # the extension's stub must give what the protocol asks
-    from usenet_indexer.indexing import _speedups as _stub
+    from usenet_indexer.accelerator import _speedups as _stub
 
     _fits: Speedups = _stub
 
@@ -70,7 +73,7 @@ def _load() -> tuple[Speedups | None, str]:
     if os.environ.get(PURE_ENV, "").strip() not in ("", "0"):
         return None, f"{PURE_ENV} is set"
     try:
-        _speedups: Speedups = importlib.import_module("usenet_indexer.indexing._speedups")
+        _speedups: Speedups = importlib.import_module("usenet_indexer.accelerator._speedups")
     except ImportError as error:
         return None, (
             f"the C extension is not built ({error}); `uv sync --reinstall-package usenet-indexer` "

@@ -20,10 +20,10 @@ from usenet_indexer.catalog.probe import name_from_par2
 from usenet_indexer.indexing import sample
 from usenet_indexer.indexing.naming import FileKind, file_kind
 from usenet_indexer.indexing.par2 import read_par2, recovery_head
+from usenet_indexer.newsservers.fake_server import Script
+from usenet_indexer.newsservers.sample_server import PART_BYTES, SampleFeed, SampleServer, sample_groups
 from usenet_indexer.nntp import Command, NoSuchArticle
 from usenet_indexer.nntp.client import NNTPClient
-from usenet_indexer.nntp.fake_server import Script
-from usenet_indexer.nntp.sample_server import PART_BYTES, SampleFeed, SampleServer, sample_groups
 from usenet_indexer.nntp.yenc import decode
 
 BLOCK = 2_000

@@ -8,7 +8,7 @@ sample groups: its docstring says which shares and why); several posters at once
 reposted, missing, and cancelled article numbers. A cross-posted article has a number in each of its
 groups, the same overview line (but the number) and the same message-id in both. The scripted server
 (``fake_server.py``) speaks NNTP for it; this module is its
-:class:`~usenet_indexer.nntp.fake_server.Feed`.
+:class:`~usenet_indexer.newsservers.fake_server.Feed`.
 
 What is held in memory, per group (a few hundred thousand articles take ~30 MB):
 
@@ -54,8 +54,8 @@ from usenet_indexer.compression import zlib_compress
 from usenet_indexer.indexing import sample
 from usenet_indexer.indexing.naming import FileKind, file_kind
 from usenet_indexer.indexing.par2_writer import Par2Input, index_size, par2_index, par2_volume, volume_size
+from usenet_indexer.newsservers.fake_server import FakeNNTPServer, FeedArticle, Script
 from usenet_indexer.nntp import yenc
-from usenet_indexer.nntp.fake_server import FakeNNTPServer, FeedArticle, Script
 
 __all__ = [
     "SAMPLE_GROUPS",

@@ -2,7 +2,7 @@
 
 It serves a :class:`Feed`: by default groups of overview lines and article bodies held in memory
 (``server.groups``, ``server.bodies``), or any other feed — the sample news server
-(nntp/sample_server.py) generates its articles. It speaks the reader commands the client uses
+(newsservers/sample_server.py) generates its articles. It speaks the reader commands the client uses
 (CAPABILITIES, MODE READER, AUTHINFO, GROUP, LIST, LIST OVERVIEW.FMT, OVER/XOVER, ARTICLE, HEAD, BODY,
 STAT, QUIT) plus the provider extensions INN2 lacks (XZVER; XFEATURE COMPRESS GZIP with and without
 TERMINATOR), and misbehaves on request through :class:`Script`: "502 too many connections" past a

@@ -2,8 +2,8 @@
 
 Why one pool for every loop: providers count connections per account, so the planner, the prefetcher
 and the corpus fill together must keep within ``nntp_connections``; a pool per loop would open three
-times that and meet "502 too many connections". The loops themselves run in threads (coordinator/
-loops.py, each under its ownership lease) and hand their NNTP work to this loop with :meth:`run`.
+times that and meet "502 too many connections". The loops themselves run in threads (loops/runner.py,
+each under its ownership lease) and hand their NNTP work to this loop with :meth:`run`.
 
 It also keeps the set of chunks being fetched, so that no chunk is ever fetched twice at once, by
 whichever loop (the prefetcher and the corpus fill can both want a captured range's chunk).

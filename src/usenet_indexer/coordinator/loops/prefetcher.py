@@ -21,13 +21,13 @@ still get the few chunks next to their resume point (``LEASED_AHEAD_OVER_CAP``):
 when workers finish ranges, and a worker waiting for a chunk the cap withholds would never finish one.
 A full disk (ENOSPC) is one clear log line and a pause; the blob store leaves no partial file behind.
 
-Parallelism: asyncio tasks over the shared pool (coordinator/news.py), twice as many as connections, so
+Parallelism: asyncio tasks over the shared pool (coordinator/loops/news.py), twice as many as connections, so
 that while one task packs and writes its chunk on a storage thread another uses the connection. No
 chunk is fetched twice at once: each is claimed (range, chunk) for the time of its fetch.
 
 A round lasts at most ``prefetch_round_seconds`` (it takes no new chunk after that), so that a stop
 is heard and the round's plan follows the leases. Every chunk it records checks the loop's fence
-(coordinator/loops.py): a coordinator that lost the loop records nothing more.
+(coordinator/loops/runner.py): a coordinator that lost the loop records nothing more.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from usenet_indexer.articles import ChunkSpan, chunk_spans
-from usenet_indexer.coordinator.fetching import (
+from usenet_indexer.coordinator.loops.fetching import (
     ChunkTarget,
     DiskFull,
     Fetched,
@@ -50,8 +50,8 @@ from usenet_indexer.coordinator.fetching import (
     record,
     write,
 )
-from usenet_indexer.coordinator.news import NewsService
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.loops.news import NewsService
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.db.database import Fence
 from usenet_indexer.logs import get_logger
 from usenet_indexer.nntp.errors import NNTPError
@@ -152,7 +152,7 @@ class Prefetcher:
         fence: Fence | None = None,
     ) -> None:
         self.services = services
-        self.fence = fence  # the prefetcher loop's (coordinator/loops.py): every record checks it
+        self.fence = fence  # the prefetcher loop's (coordinator/loops/runner.py): every record checks it
         self.settings = services.settings
         self.news = news
         self.workers = workers or 2 * news.connections

@@ -12,7 +12,7 @@ import pytest
 from usenet_indexer.indexing import sample
 from usenet_indexer.indexing.naming import FileKind, file_kind
 from usenet_indexer.indexing.par2 import read_par2
-from usenet_indexer.nntp.sample_server import SampleFeed, sample_groups
+from usenet_indexer.newsservers.sample_server import SampleFeed, sample_groups
 from usenet_indexer.nntp.yenc import decode
 
 BLOCK = 2_000

@@ -7,13 +7,13 @@ from dataclasses import dataclass, field
 from usenet_indexer.catalog.search import Search
 from usenet_indexer.catalog.space import CatalogSpace
 from usenet_indexer.coordinator.arrivals import Arrivals
-from usenet_indexer.coordinator.planning import PlanSizes
 from usenet_indexer.coordinator.registries.groups import Groups
 from usenet_indexer.coordinator.registries.nodes import Nodes
 from usenet_indexer.coordinator.registries.rules import RuleStore
 from usenet_indexer.coordinator.registries.users import Users
 from usenet_indexer.db import Database, connect, upgrade
 from usenet_indexer.leases.groups import GroupLeases
+from usenet_indexer.leases.planning import PlanSizes
 from usenet_indexer.leases.ranges import RangeLeases
 from usenet_indexer.settings import Settings
 from usenet_indexer.storage.blobs import BlobStore, LocalBlobStore

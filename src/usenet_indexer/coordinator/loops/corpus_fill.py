@@ -21,11 +21,11 @@ from __future__ import annotations
 import time
 
 from usenet_indexer.articles import ChunkSpan, chunk_spans
-from usenet_indexer.coordinator.fetching import ChunkTarget, Fetched, fetch_chunk, pack, record, write
-from usenet_indexer.coordinator.news import NewsService
-from usenet_indexer.coordinator.planning import STORED_PRIORITY
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.loops.fetching import ChunkTarget, Fetched, fetch_chunk, pack, record, write
+from usenet_indexer.coordinator.loops.news import NewsService
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.db.database import Fence
+from usenet_indexer.leases.planning import STORED_PRIORITY
 from usenet_indexer.logs import get_logger
 from usenet_indexer.nntp.errors import NNTPError
 from usenet_indexer.nntp.pool import NNTPPool
@@ -48,7 +48,7 @@ class CorpusFill:
         self.services = services
         self.news = news
         self.max_ranges = max_ranges
-        self.fence = fence  # the corpus fill loop's (coordinator/loops.py): every record checks it
+        self.fence = fence  # the corpus fill loop's (coordinator/loops/runner.py): every record checks it
         # Bounded work, so that a stop is heard between chunks.
         self.budget_seconds = budget_seconds
         self.call_timeout = call_timeout_seconds

@@ -10,7 +10,7 @@ For each enabled group, in turn (one group's trouble never stops the others):
    single articles (a few dozen round trips even for a group of billions). The number is kept
    (``groups.backfill_article``) and searched again only when the operator changes the target: a target
    that moves up with time changes nothing already planned, and planning never goes back up.
-3. ``Groups.plan`` (coordinator/planning.py): the tail as the high watermark grows, history down to the
+3. ``Groups.plan`` (leases/planning.py): the tail as the high watermark grows, history down to the
    target. Range bounds are aligned, so planning the same watermarks twice plans nothing new, and a
    range already planned is never planned again (``UNIQUE (group_id, start_id)``).
 4. Retention: planned ranges wholly below the low watermark are retired.
@@ -41,8 +41,8 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Literal
 
-from usenet_indexer.coordinator.news import NewsService
-from usenet_indexer.coordinator.services import Services
+from usenet_indexer.coordinator.loops.news import NewsService
+from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.db import Row
 from usenet_indexer.db.database import Fence
 from usenet_indexer.logs import get_logger
@@ -159,7 +159,7 @@ class Planner:
         self.services = services
         self.news = news
         self.clock = clock
-        # The planner loop's ownership fence: every write it makes checks it (coordinator/loops.py).
+        # The planner loop's ownership fence: every write it makes checks it (coordinator/loops/runner.py).
         self.fence = fence
         self.budget_seconds = budget_seconds
         # Each call to the server is bounded (the pool retries a stalled one several times).
