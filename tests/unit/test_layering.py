@@ -40,7 +40,17 @@ LAYERS: tuple[Layer, ...] = (
     # -- pure: no I/O ------------------------------------------------------------------------------
     layer(
         "foundations",
-        [P, f"{P}.articles", f"{P}.compression", f"{P}.extras", f"{P}.passwords", f"{P}.readable"],
+        # leases.errors: the lease errors alone (the store raises Fenced; a worker imports it without
+        # the store)
+        [
+            P,
+            f"{P}.articles",
+            f"{P}.compression",
+            f"{P}.extras",
+            f"{P}.passwords",
+            f"{P}.leases.errors",
+            f"{P}.readable",
+        ],
         pure=True,
     ),
     layer("the accelerator", [f"{P}.accelerator"], pure=True),  # used by both indexing and nntp

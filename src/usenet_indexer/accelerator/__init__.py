@@ -50,6 +50,18 @@ class Speedups(Protocol):
         self, segs: bytearray | bytes | array[int], mids: bytearray | bytes, parts_total: int, /
     ) -> tuple[array[int], array[int], array[int], bytes] | None: ...
 
+    def file_fragment(
+        self,
+        segs: bytearray | bytes | array[int],
+        mids: bytearray | bytes,
+        parts_total: int,
+        name: str,
+        index: int,
+        subject: bytes,
+        file_type: type[_File],
+        /,
+    ) -> _File | None: ...
+
     def chunk_is_clean(self, chunk: bytes, /) -> bool: ...
 
     def line_scan(self, data: bytes, /) -> tuple[int, int]: ...

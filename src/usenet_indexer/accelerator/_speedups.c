@@ -822,6 +822,52 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(file_fragment_doc,
+             "file_fragment(segs, mids, parts_total, name, index, subject, file_type, /) -> file_type(name, index, "
+             "parts_total, parts, sizes, articles, message_ids, subject.decode('utf-8', 'replace')) or None\n\n"
+             "columns() and the file built from them in one call: the indexer's take() for a file whose every "
+             "segment is valid (None sends it through the Python). The dataclass's __init__ and the tuple "
+             "between them cost as much as the columns.");
+
+static PyObject *
+file_fragment(PyObject *module, PyObject *args)
+{
+    PyObject *segs, *mids, *total, *name, *index, *subject;
+    PyTypeObject *file_type;
+    if (!PyArg_ParseTuple(args, "OOO!UO!SO!:file_fragment", &segs, &mids, &PyLong_Type, &total, &name,
+                          &PyLong_Type, &index, &subject, &PyType_Type, &file_type))
+        return NULL;
+    PyObject *col_args = PyTuple_Pack(3, segs, mids, total);
+    if (col_args == NULL)
+        return NULL;
+    PyObject *cols = columns(module, col_args);
+    Py_DECREF(col_args);
+    if (cols == NULL || cols == Py_None)
+        return cols;
+    PyObject *text = PyUnicode_DecodeUTF8(PyBytes_AS_STRING(subject), PyBytes_GET_SIZE(subject), "replace");
+    if (text == NULL) {
+        Py_DECREF(cols);
+        return NULL;
+    }
+    PyObject *values[FILE_FIELDS] = {name,
+                                     index,
+                                     total,
+                                     PyTuple_GET_ITEM(cols, 0),
+                                     PyTuple_GET_ITEM(cols, 1),
+                                     PyTuple_GET_ITEM(cols, 2),
+                                     PyTuple_GET_ITEM(cols, 3),
+                                     text};
+    /* set as its dataclass __init__ would (object.__setattr__), as segment_files does */
+    PyObject *file = file_type->tp_alloc(file_type, 0);
+    for (int k = 0; k < FILE_FIELDS && file != NULL; k++) {
+        if (PyObject_GenericSetAttr(file, file_fields[k], values[k]) < 0)
+            Py_CLEAR(file);
+    }
+    Py_DECREF(text);
+    Py_DECREF(cols);
+    return file;
+}
+
 /* ---- the segment blob (merge.py) ---------------------------------------------------------------- */
 
 PyDoc_STRVAR(segment_files_doc,
@@ -1197,6 +1243,7 @@ static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, scan_doc},
     {"chunk_is_clean", chunk_is_clean, METH_O, chunk_is_clean_doc},
     {"columns", columns, METH_VARARGS, columns_doc},
+    {"file_fragment", file_fragment, METH_VARARGS, file_fragment_doc},
     {"segment_files", segment_files, METH_VARARGS, segment_files_doc},
     {"column_range", column_range, METH_O, column_range_doc},
     {"line_scan", line_scan, METH_O, line_scan_doc},

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from usenet_indexer.db.database import Database, Fenced, Row, Tx, connect
+from usenet_indexer.db.database import Database, Row, Tx, connect
+from usenet_indexer.leases.errors import Fenced
 
 if TYPE_CHECKING:
     from usenet_indexer.db.migrate import upgrade

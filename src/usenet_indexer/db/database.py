@@ -20,6 +20,7 @@ from urllib.parse import unquote, urlparse
 
 from usenet_indexer.db.clock import CLOCK_OFFSET_SETTING, LeaseClock, anchored_clock
 from usenet_indexer.db.queries import Dialect, queries
+from usenet_indexer.leases.errors import Fenced
 
 Row = dict[str, Any]
 Params = Mapping[str, Any] | Sequence[Any] | None
@@ -28,11 +29,6 @@ T = TypeVar("T")
 
 # The SQLSTATE a fenced transaction's check raises (sql/postgresql/functions/ownership_hold.v1.sql).
 FENCED_SQLSTATE = "UI001"
-
-
-class Fenced(Exception):
-    """A transaction that began by checking its ownership lease found the lease no longer held: it
-    wrote nothing, and the loop it belongs to must stop (coordinator/loops/runner.py)."""
 
 
 class RetryableConflict(Exception):

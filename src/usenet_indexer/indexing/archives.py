@@ -775,10 +775,17 @@ _RAR = re.compile(r"(?P<base>.+)\.rar", re.I)
 _RAR_OLD_VOLUME = re.compile(r"(?P<base>.+)\.[rs]\d{2,3}", re.I)
 _SEVEN_ZIP = re.compile(r"(?P<base>.+)\.7z", re.I)
 _SEVEN_ZIP_PART = re.compile(r"(?P<base>.+)\.7z\.(?P<number>\d{3})", re.I)
+# The ends the five above can have (the same flags, so the same letters and digits): a name without
+# one is no volume. Most files of a release (par2, nfo, media) have none, and the five fullmatches,
+# each backing its ".+" off over the whole name, were a third of the worker's password_candidate
+# (take(): 25 -> 18 µs a release).
+_VOLUME_END = re.compile(r"\.(?:rar|[rs]\d{2,3}|7z|7z\.\d{3})\Z", re.I)
 
 
 def _volume_of(name: str) -> tuple[str, int, bool] | None:
     """(set key, family rank, is the set's first volume) for an archive volume's name, else None."""
+    if _VOLUME_END.search(name) is None:
+        return None
     if (match := _RAR_PART.fullmatch(name)) is not None:
         return match["base"].casefold(), 0, int(match["number"]) == 1
     if (match := _RAR.fullmatch(name)) is not None:

@@ -141,8 +141,10 @@ def file_to_dict(f: FileFragment) -> dict[str, Any]:
     }
 
 
-def fragment_to_dict(r: ReleaseFragment) -> dict[str, Any]:
-    return {
+def fragment_to_dict(r: ReleaseFragment, *, files: bool = True) -> dict[str, Any]:
+    """The fragment as JSON's objects; without its ``files`` key where ``files`` is False (a batch's
+    head, whose files travel as segment blobs: no copy of the fragment without them is made)."""
+    out = {
         "key": r.key,
         "name": r.name,
         "poster": r.poster,
@@ -154,9 +156,11 @@ def fragment_to_dict(r: ReleaseFragment) -> dict[str, Any]:
         "last_date": r.last_date,
         "obfuscated": r.obfuscated,
         "request_id": r.request_id,
-        "files": [file_to_dict(f) for f in r.files],
-        "collection": r.collection,
     }
+    if files:
+        out["files"] = [file_to_dict(f) for f in r.files]
+    out["collection"] = r.collection
+    return out
 
 
 def candidate_to_dict(c: ProbeCandidate) -> dict[str, Any]:

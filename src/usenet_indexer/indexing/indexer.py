@@ -603,12 +603,14 @@ class RangeIndexer:
         """
         info = acc.info
         total = info.parts_total
-        subject = acc.subject.decode("utf-8", "replace")
         if self._speedups is not None:
             # What follows, for a file whose every segment is valid; None sends it through the Python.
-            built = self._speedups.columns(acc.segs, acc.mids, total)
+            built = self._speedups.file_fragment(
+                acc.segs, acc.mids, total, info.name, info.file_index, acc.subject, FileFragment
+            )
             if built is not None:
-                return FileFragment(info.name, info.file_index, total, *built, subject)
+                return built
+        subject = acc.subject.decode("utf-8", "replace")
         raw_ids = acc.message_id_fields()
         segs = acc.columns()
         parts, sizes, articles = segs[0::3], segs[1::3], segs[2::3]

@@ -45,6 +45,7 @@ from usenet_indexer.indexing.naming import (
 )
 
 GROUP_NAMES = frozenset({"name", "file", "title", "i", "n", "p", "t", "request"})
+GROUP_ORDER = ("name", "file", "title", "i", "n", "p", "t", "request")  # Rule._slots' order
 
 
 class RuleError(ValueError):
@@ -63,6 +64,10 @@ class Rule:
     requires: str | None = None
     _subject_re: re.Pattern[str] = field(init=False, repr=False, compare=False)
     _group_re: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+    # Where each of GROUP_ORDER's groups is in the match's groups() (-1: the pattern has none, which
+    # reads as the None appended after them): _reading indexes a tuple, not a dict made per file.
+    _slots: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    _requires: str | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -91,6 +96,9 @@ class Rule:
         if self.requires is not None and (not isinstance(self.requires, str) or not self.requires):
             raise RuleError(f"rule {self.name!r}: requires is a non-empty text when given")
         object.__setattr__(self, "_subject_re", subject_re)
+        index = subject_re.groupindex
+        object.__setattr__(self, "_slots", tuple(index[g] - 1 if g in index else -1 for g in GROUP_ORDER))
+        object.__setattr__(self, "_requires", None if self.requires is None else self.requires.lower())
         group_re = None if self.group is None else _compile(self.name, "group", self.group)
         object.__setattr__(self, "_group_re", group_re)
 
@@ -182,11 +190,12 @@ class RuleSet:
         """What the first applicable rule reads from ``subject``, or None when no rule matches."""
         lower = subject.lower()
         for rule in self.for_group(group):
-            if rule.requires is not None and rule.requires.lower() not in lower:
+            requires = rule._requires
+            if requires is not None and requires not in lower:
                 continue
             m = rule._subject_re.search(subject)
             if m is not None:
-                found = _reading(rule.name, subject, m)
+                found = _reading(rule, subject, m)
                 if found is not None:
                     return found
         return None
@@ -224,16 +233,15 @@ class RuleSet:
 MAX_DIGITS = 18
 
 
-def _counter(text: str | None) -> int | None:
-    # The indexer drops parts above their total as bad_part.
-    return None if text is None or len(text) > MAX_DIGITS else int(text)
-
-
-def _reading(rule: str, subject: str, m: re.Match[str]) -> SubjectMatch | None:
-    groups = m.groupdict()
-    raw_file = (groups.get("file") or "").strip().strip('"').strip()
-    raw_name = _trimmed(groups.get("name") or "")
-    title = groups.get("title") or ""
+def _reading(rule: Rule, subject: str, m: re.Match[str]) -> SubjectMatch | None:
+    # The groups by Rule._slots, None for a group the pattern lacks (the appended last item): this runs
+    # once per new file, and a groupdict with its lookups was a fifth of it.
+    g = (*m.groups(), None)
+    s_name, s_file, s_title, s_i, s_n, s_p, s_t, s_request = rule._slots
+    raw_file = (g[s_file] or "").strip().strip('"').strip()
+    name = g[s_name]
+    raw_name = _trimmed(name) if name else ""
+    title = g[s_title] or ""
     if not raw_file and not raw_name:
         # No file name (empty quotes): the text around them is all there is, as a name.
         raw_name = _trimmed(title)
@@ -241,11 +249,14 @@ def _reading(rule: str, subject: str, m: re.Match[str]) -> SubjectMatch | None:
         if not raw_name:
             return None
     file_name = raw_file or raw_name
-    part = _counter(groups.get("p"))
-    part_total = _counter(groups.get("t"))
-    index = _counter(groups.get("i"))
-    total = _counter(groups.get("n"))
-    if "p" in groups and groups["p"] is not None and (part is None or part_total is None):
+    # A counter of more than MAX_DIGITS digits reads as none; the indexer drops parts above their total
+    # as bad_part.
+    p, t, i, n = g[s_p], g[s_t], g[s_i], g[s_n]
+    part = None if p is None or len(p) > MAX_DIGITS else int(p)
+    part_total = None if t is None or len(t) > MAX_DIGITS else int(t)
+    index = None if i is None or len(i) > MAX_DIGITS else int(i)
+    total = None if n is None or len(n) > MAX_DIGITS else int(n)
+    if p is not None and (part is None or part_total is None):
         return None
     if part is None or part_total is None:
         part, part_total = 1, 1  # a post without a part counter is a single part
@@ -277,7 +288,7 @@ def _reading(rule: str, subject: str, m: re.Match[str]) -> SubjectMatch | None:
                 or normalise(base) in normalise(found)
             ):
                 collection = found
-    request = groups.get("request")
+    request = g[s_request]
     if request is None:
         prefix = _REQUEST_PREFIX.match(subject)
         request = prefix.group(1) if prefix else None
@@ -285,18 +296,18 @@ def _reading(rule: str, subject: str, m: re.Match[str]) -> SubjectMatch | None:
     # The base's reading where the name is the base (most subjects): looks_obfuscated once a file.
     obfuscated = hashed if hashed is not None and shown == base else looks_obfuscated(shown)
     return SubjectMatch(
-        name=shown,
-        rule=rule,
-        collection=collection,
-        file_name=file_name,
-        file_index=index,
-        file_total=total,
-        part=part,
-        part_total=part_total,
-        request_id=request,
-        obfuscated=obfuscated,
-        kind=kind,
-        part_at=m.start("p") if "p" in groups and groups["p"] is not None else -1,
+        rule.name,
+        shown,
+        collection,
+        file_name,
+        index,
+        total,
+        part,
+        part_total,
+        request,
+        obfuscated,
+        kind,
+        m.start(s_p + 1) if p is not None else -1,
     )
 
 

@@ -110,13 +110,12 @@ def encode_batch(batch: Batch, range_id: int, epoch: int) -> bytes:
     for name, value in (("range_id", range_id), ("epoch", epoch)):
         if not 0 <= value <= MAX_INT:
             raise BatchError(f"{name} {value} is out of range [0, {MAX_INT}]")
-    head = batch_to_dict(replace(batch, fragments=(), candidates=()))
+    head = batch_to_dict(replace(batch, fragments=(), candidates=(), runs=()))
     head["fragments"] = [
-        {**_without_files(fragment_to_dict(replace(f, files=()))), "category": category_list(f)}
-        for f in batch.fragments
+        {**fragment_to_dict(f, files=False), "category": category_list(f)} for f in batch.fragments
     ]
     head["candidates"] = [candidate_to_dict(c) for c in batch.candidates]
-    head["runs"] = [_without_files(fragment_to_dict(replace(r, files=()))) for r in batch.runs]
+    head["runs"] = [fragment_to_dict(r, files=False) for r in batch.runs]
     text = json.dumps(
         {"range_id": range_id, "epoch": epoch, "batch": head}, separators=(",", ":"), ensure_ascii=False
     )
@@ -126,11 +125,6 @@ def encode_batch(batch: Batch, range_id: int, epoch: int) -> bytes:
         blob = pack_segments(fragment.files, level=BLOB_LEVEL)
         out += (_LENGTH.pack(len(blob)), blob)
     return b"".join(out)
-
-
-def _without_files(d: dict[str, Any]) -> dict[str, Any]:
-    del d["files"]
-    return d
 
 
 def category_list(fragment: ReleaseFragment) -> list[int | str | None]:

@@ -32,6 +32,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support.rar import Member, rar4, rar5, vint
+from usenet_indexer.indexing import archives
 from usenet_indexer.indexing.archives import (
     MAX_HEADERS,
     RAR4_MARKER,
@@ -637,3 +638,42 @@ def test_first_volume_is_one_of_the_names(names: list[str]) -> None:
     chosen = first_volume(names)
     assert chosen is None or chosen in names
     assert first_volume(list(reversed(names))) == chosen
+
+
+# Names near the volumes' ends: the letters and digits that case-insensitive matching folds together
+# ("ſ" is an "s" to re.I), Unicode digits, and the pieces of each suffix.
+_VOLUME_PIECES = st.sampled_from(
+    [
+        ".",
+        "part",
+        "PART",
+        "rar",
+        "RaR",
+        "r",
+        "R",
+        "s",
+        "S",
+        "\u017f",
+        "7z",
+        "7Z",
+        "z",
+        "0",
+        "01",
+        "001",
+        "9",
+        "\u0663",
+        "x",
+        " ",
+        "-",
+    ]
+)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(_VOLUME_PIECES, min_size=1, max_size=8).map("".join))
+def test_the_volume_end_test_never_drops_a_volume(name: str) -> None:
+    """_volume_of tests a name's end before its five patterns: a name one of them matches has such an
+    end (so the reading is the one the patterns alone give)."""
+    patterns = (archives._RAR_PART, archives._RAR, archives._RAR_OLD_VOLUME, archives._SEVEN_ZIP_PART)
+    if any(p.fullmatch(name) for p in (*patterns, archives._SEVEN_ZIP)):
+        assert archives._VOLUME_END.search(name) is not None

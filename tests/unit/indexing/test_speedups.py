@@ -373,9 +373,11 @@ def _acc(segments: list[tuple[int, int, int]], ids: list[bytes]) -> _FileAcc:
     st.lists(_SEGMENT, min_size=1, max_size=40),
     st.sampled_from([0, 12, 14]),
     st.booleans(),
+    # the subject as the loops keep it: raw bytes, perhaps not UTF-8 (decoded with "replace" in C too)
+    st.one_of(st.binary(max_size=24), st.text(max_size=24).map(str.encode)),
 )
 def test_file_columns_match_python(
-    segments: list[tuple[int, int, int, bytes]], total: int, unique_articles: bool
+    segments: list[tuple[int, int, int, bytes]], total: int, unique_articles: bool, subject: bytes
 ) -> None:
     if unique_articles:  # as the loops make them: an article is read once per batch
         segments = [(p, s, 10**6 + k * 7 + a % 5, i) for k, (p, s, a, i) in enumerate(segments)]
@@ -389,9 +391,11 @@ def test_file_columns_match_python(
     counted_pure: Counter[str] = Counter()
     acc = _acc(triples, ids)
     acc.info = acc.info._replace(parts_total=total)
+    acc.subject = subject
     got = native._file_fragment(acc, counted_native)
     want = pure._file_fragment(acc, counted_pure)
     assert got == want
+    assert got is None or type(got) is FileFragment
     assert counted_native == counted_pure
     event("walked" if counted_pure else "columns in C")
 
@@ -442,6 +446,12 @@ def test_bad_arguments_are_refused() -> None:
     assert NATIVE is not None
     with pytest.raises(ValueError, match="whole"):
         NATIVE.columns(array("i", [1, 2, 3]), b"a\n", 0)
+    with pytest.raises(ValueError, match="whole"):
+        NATIVE.file_fragment(array("i", [1, 2, 3]), b"a\n", 0, "f", 1, b"s", FileFragment)
+    with pytest.raises(TypeError):
+        NATIVE.file_fragment(b"", b"", 0, "f", 1, "not bytes", FileFragment)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        NATIVE.file_fragment(b"", b"", 0, b"not str", 1, b"s", FileFragment)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="field positions"):
         NATIVE.scan(b"", {}, lambda f, n: None, 0, 1, (3, 1, 2, 3, 4, 5))
     with pytest.raises(TypeError):
