@@ -31,7 +31,7 @@ from fastapi.testclient import TestClient
 
 from _common import emit, percentile, postgres_database, sqlite_database
 from usenet_indexer.catalog.batch_store import search_name
-from usenet_indexer.coordinator.server import create_app
+from usenet_indexer.coordinator.http.app import create_app
 from usenet_indexer.coordinator.wiring import open_services
 from usenet_indexer.db.database import sqlite_path
 from usenet_indexer.settings import Settings

@@ -6,7 +6,7 @@ import gc
 import os
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 import typer.core
@@ -14,9 +14,13 @@ import typer.core
 from usenet_indexer.edge.main import DEFAULT_BATCH_ARTICLES, DEFAULT_IDLE_SECONDS, stop_on_signals
 from usenet_indexer.leases.planning import DEFAULT_BACKFILL_DAYS, Backfill, BackfillError
 from usenet_indexer.logs import configure_logging
+from usenet_indexer.readable import ago
 from usenet_indexer.settings import Settings, load_settings, settings_problem
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from usenet_indexer.coordinator.registries.operations import Done, Operations
     from usenet_indexer.coordinator.wiring import Services
 
 # The store's modules (SQLAlchemy, Alembic) are imported by the commands that use them: an edge worker
@@ -114,9 +118,27 @@ def services_of(ctx: typer.Context) -> Services:
     return services
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     typer.secho(message, err=True, fg=typer.colors.RED)
     raise typer.Exit(1)
+
+
+def operate(ctx: typer.Context, operation: Callable[[Operations], Done], secret_note: str = "") -> Done:
+    """One of the operations the web admin does too (coordinator/registries/operations.py): what it
+    did printed, a refusal printed and the command failed. A secret goes alone to stdout (scripts read
+    it there), the message to stderr with ``secret_note``."""
+    from usenet_indexer.coordinator.registries.operations import Operations, Refused
+
+    try:
+        done = operation(Operations.of(services_of(ctx)))
+    except Refused as refusal:
+        fail(str(refusal))
+    if done.secret is None:
+        typer.echo(done.message)
+    else:
+        typer.echo(done.secret)
+        typer.echo(f"{done.message}{secret_note}", err=True)
+    return done
 
 
 # -- db ---------------------------------------------------------------------------------------------
@@ -139,24 +161,19 @@ def db_upgrade(ctx: typer.Context) -> None:
 @nodes_app.command("add")
 def nodes_add(ctx: typer.Context, name: str) -> None:
     """Register a node and print its token (shown once: only a hash is kept)."""
-    from usenet_indexer.coordinator.nodes import NodeError
-
-    try:
-        _, token = services_of(ctx).nodes.add(name)
-    except NodeError as error:
-        fail(str(error))
-    typer.echo(token)
-    typer.echo(f"node {name} added; give it this token as NODE_TOKEN (it is not shown again)", err=True)
+    operate(ctx, lambda ops: ops.add_node(name), "; give it this token as NODE_TOKEN (it is not shown again)")
 
 
 @nodes_app.command("list")
 def nodes_list(ctx: typer.Context) -> None:
     """Nodes, with when each was last seen."""
-    nodes = services_of(ctx).nodes.all()
+    from usenet_indexer.coordinator.registries.operations import Operations
+
+    nodes = Operations.of(services_of(ctx)).list_nodes()
     if not nodes:
         typer.echo("no nodes: add one with `usenet-indexer nodes add NAME`")
     for node in nodes:
-        seen = "never" if node.last_seen_at is None else f"{ago(node.now - node.last_seen_at)} ago"
+        seen = ago(None if node.last_seen_at is None else node.now - node.last_seen_at)
         state = "enabled" if node.enabled else "disabled"
         typer.echo(f"{node.name}\t{state}\tlast seen {seen}\t{node.leased} ranges leased")
 
@@ -164,23 +181,13 @@ def nodes_list(ctx: typer.Context) -> None:
 @nodes_app.command("disable")
 def nodes_disable(ctx: typer.Context, name: str) -> None:
     """Refuse the node's token from now on."""
-    _set_node(ctx, name, False)
+    operate(ctx, lambda ops: ops.enable_node(name, False))
 
 
 @nodes_app.command("enable")
 def nodes_enable(ctx: typer.Context, name: str) -> None:
     """Accept the node's token again."""
-    _set_node(ctx, name, True)
-
-
-def _set_node(ctx: typer.Context, name: str, enabled: bool) -> None:
-    from usenet_indexer.coordinator.nodes import NodeError
-
-    try:
-        services_of(ctx).nodes.set_enabled(name, enabled)
-    except NodeError as error:
-        fail(str(error))
-    typer.echo(f"node {name} {'enabled' if enabled else 'disabled'}")
+    operate(ctx, lambda ops: ops.enable_node(name, True))
 
 
 # -- groups -----------------------------------------------------------------------------------------
@@ -209,15 +216,11 @@ def groups_add(
     capture: Annotated[bool, typer.Option(help="Keep the group's overview in the corpus")] = False,
 ) -> None:
     """Add a newsgroup to index: new posts as they come, and history back to the backfill target."""
-    from usenet_indexer.coordinator.groups import GroupError
-
-    services = services_of(ctx)
     try:
         backfill = Backfill.chosen(backfill_articles, backfill_days, backfill_since, all_history=all_history)
-        services.groups.add(name, backfill=backfill, capture=capture)
-    except (GroupError, BackfillError) as error:
+    except BackfillError as error:
         fail(str(error))
-    typer.echo(f"group {name} added: history back to {backfill.describe()}")
+    operate(ctx, lambda ops: ops.add_group(name, backfill, capture=capture))
     if backfill.days == DEFAULT_BACKFILL_DAYS and backfill_days is None:
         typer.echo(
             f"(the default; for more: `usenet-indexer groups backfill {name} --days 30`, or --all-history)"
@@ -239,22 +242,21 @@ def groups_backfill(
 ) -> None:
     """Change how far back a group's history goes. Ranges already planned stay; a target further back
     plans more history at the next planning."""
-    from usenet_indexer.coordinator.groups import GroupError
-
     try:
         backfill = Backfill(articles, days, since)
         if backfill.everything != all_history:
             raise BackfillError("give one of --articles, --days, --since or --all-history")
-        services_of(ctx).groups.set_backfill(name, backfill)
-    except (GroupError, BackfillError) as error:
+    except BackfillError as error:
         fail(str(error))
-    typer.echo(f"group {name}: history back to {backfill.describe()}, from the planner's next pass")
+    operate(ctx, lambda ops: ops.set_backfill(name, backfill))
 
 
 @groups_app.command("list")
 def groups_list(ctx: typer.Context) -> None:
     """Groups, with their ranges counted by status."""
-    groups = services_of(ctx).groups.summaries()
+    from usenet_indexer.coordinator.registries.operations import Operations
+
+    groups = Operations.of(services_of(ctx)).list_groups()
     if not groups:
         typer.echo("no groups: add one with `usenet-indexer groups add NAME`")
     for g in groups:
@@ -272,39 +274,26 @@ def groups_plan(
     high: Annotated[int, typer.Option(help="The group's high watermark")],
 ) -> None:
     """Plan ranges from watermarks given by hand (the planner loop reads them from the news server)."""
-    from usenet_indexer.coordinator.groups import GroupError
-
-    try:
-        result = services_of(ctx).groups.plan(name, low, high)
-    except (GroupError, ValueError) as error:
-        fail(str(error))
-    if result.reset is not None:
-        typer.echo(f"{name}: nothing planned: {result.reset}")
-        return
-    planned = result.ranges
-    tail = sum(1 for r in planned if r.priority < 0)
-    typer.echo(f"{name}: planned {len(planned)} ranges ({tail} tail, {len(planned) - tail} history)")
+    operate(ctx, lambda ops: ops.plan_group(name, low, high))
 
 
 @groups_app.command("disable")
 def groups_disable(ctx: typer.Context, name: str) -> None:
     """Stop leasing the group's ranges."""
-    services_of(ctx).groups.set_enabled(name, False)
-    typer.echo(f"group {name} disabled")
+    operate(ctx, lambda ops: ops.enable_group(name, False))
 
 
 @groups_app.command("enable")
 def groups_enable(ctx: typer.Context, name: str) -> None:
     """Lease the group's ranges again."""
-    services_of(ctx).groups.set_enabled(name, True)
-    typer.echo(f"group {name} enabled")
+    operate(ctx, lambda ops: ops.enable_group(name, True))
 
 
 @app.command()
 def reindex(ctx: typer.Context, group: str) -> None:
     """Index a group's ranges kept in the corpus again (with the current rules), without the news server."""
-    from usenet_indexer.coordinator.groups import GroupError
     from usenet_indexer.coordinator.loops.corpus_fill import reindex as reindex_group
+    from usenet_indexer.coordinator.registries.groups import GroupError
 
     try:
         count = reindex_group(services_of(ctx), group)
@@ -324,10 +313,12 @@ def reindex(ctx: typer.Context, group: str) -> None:
 @rules_app.command("list")
 def rules_list(ctx: typer.Context) -> None:
     """The rule set versions, and the rules of the current one in the order they are tried."""
-    services = services_of(ctx)
-    for version, note, _, count in services.rules.versions():
+    from usenet_indexer.coordinator.registries.operations import Operations
+
+    ops = Operations.of(services_of(ctx))
+    for version, note, _, count in ops.rule_versions():
         typer.echo(f"version {version}: {count} rules{f' ({note})' if note else ''}")
-    version, rule_set = services.rules.current()
+    version, rule_set = ops.current_rules()
     typer.echo(f"\ncurrent: version {version}")
     for rule in rule_set.rules:
         scope = f" [groups: {rule.group}]" if rule.group else ""
@@ -347,31 +338,13 @@ def rules_add(
     first: Annotated[bool, typer.Option(help="Try it before every other rule")] = False,
 ) -> None:
     """Add a rule: the current rules plus this one become the next version."""
-    from usenet_indexer.indexing.rules import Rule, RuleError, RuleSet
-
-    services = services_of(ctx)
-    _, current = services.rules.current()
-    try:
-        rule = Rule(name=name, subject=pattern, group=group)
-        rules = (rule, *current.rules) if first else (*current.rules, rule)
-        version = services.rules.add(RuleSet(version=current.version, rules=rules), note=f"added {name}")
-    except RuleError as error:
-        fail(str(error))
-    typer.echo(f"rule {name} added: rule set version {version}")
+    operate(ctx, lambda ops: ops.add_rule(name, pattern, group=group, first=first))
 
 
 @rules_app.command("remove")
 def rules_remove(ctx: typer.Context, name: str) -> None:
     """Remove a rule: the rest become the next version."""
-    from usenet_indexer.indexing.rules import RuleSet
-
-    services = services_of(ctx)
-    _, current = services.rules.current()
-    kept = tuple(rule for rule in current.rules if rule.name != name)
-    if len(kept) == len(current.rules):
-        fail(f"no rule {name} in the current rule set (see `usenet-indexer rules list`)")
-    version = services.rules.add(RuleSet(version=current.version, rules=kept), note=f"removed {name}")
-    typer.echo(f"rule {name} removed: rule set version {version}")
+    operate(ctx, lambda ops: ops.remove_rule(name))
 
 
 @rules_app.command("test")
@@ -381,10 +354,13 @@ def rules_test(
     group: Annotated[str, typer.Option(help="The group the subject was posted in")] = "alt.binaries.test",
 ) -> None:
     """What the current rules read from SUBJECT."""
-    from usenet_indexer.indexing.rules import test
+    from usenet_indexer.coordinator.registries.operations import Operations, Refused
 
-    version, rule_set = services_of(ctx).rules.current()
-    match = test(subject, group, rule_set)
+    try:
+        tested = Operations.of(services_of(ctx)).test_rules(subject, group)
+    except Refused as refusal:
+        fail(str(refusal))
+    version, match = tested.version, tested.match
     if match is None:
         typer.echo(f"no rule of version {version} reads this subject")
         raise typer.Exit(1)
@@ -423,30 +399,22 @@ def users_add(
     ] = False,
 ) -> None:
     """Add a user and print their API key (shown once: only a hash is kept)."""
-    from usenet_indexer.coordinator.users import UserError
-
     secret = ask_password(f"{name}'s web UI password") if password else None
-    try:
-        _, key = services_of(ctx).users.add(
+    operate(
+        ctx,
+        lambda ops: ops.add_user(
             name, requests_per_day=requests_per_day, downloads_per_day=downloads_per_day, password=secret
-        )
-    except UserError as error:
-        fail(str(error))
-    typer.echo(key)
-    typer.echo(f"user {name} added; this is their API key (it is not shown again)", err=True)
+        ),
+        "; this is their API key (it is not shown again)",
+    )
 
 
 @users_app.command("passwd")
 def users_passwd(ctx: typer.Context, name: str) -> None:
     """Set a user's password for the web UI (asked twice; USENET_INDEXER_USER_PASSWORD if set). The
     user's open sessions end."""
-    from usenet_indexer.coordinator.users import UserError
-
-    try:
-        services_of(ctx).users.set_password(name, ask_password(f"{name}'s web UI password"))
-    except UserError as error:
-        fail(str(error))
-    typer.echo(f"user {name}: password set; they sign in at /login")
+    secret = ask_password(f"{name}'s web UI password")
+    operate(ctx, lambda ops: ops.set_password(name, secret))
 
 
 def ask_password(what: str) -> str:
@@ -460,14 +428,16 @@ def ask_password(what: str) -> str:
 @users_app.command("list")
 def users_list(ctx: typer.Context) -> None:
     """Users, with today's requests and downloads against their limits."""
-    users = services_of(ctx).users.all()
+    from usenet_indexer.coordinator.registries.operations import Operations
+
+    users = Operations.of(services_of(ctx)).list_users()
     if not users:
         typer.echo("no users: add one with `usenet-indexer users add NAME`")
     for u in users:
         state = "enabled" if u.enabled else "disabled"
         requests = "no limit" if u.requests_per_day is None else str(u.requests_per_day)
         downloads = "no limit" if u.downloads_per_day is None else str(u.downloads_per_day)
-        seen = "never" if u.last_seen_at is None else f"{ago(u.now - u.last_seen_at)} ago"
+        seen = ago(None if u.last_seen_at is None else u.now - u.last_seen_at)
         typer.echo(
             f"{u.name}\t{state}\trequests today {u.requests_today}/{requests}"
             f"\tdownloads today {u.downloads_today}/{downloads}\tlast seen {seen}"
@@ -477,38 +447,19 @@ def users_list(ctx: typer.Context) -> None:
 @users_app.command("key")
 def users_key(ctx: typer.Context, name: str) -> None:
     """Give a user a new API key and print it (shown once); the old key stops working."""
-    from usenet_indexer.coordinator.users import UserError
-
-    try:
-        key = services_of(ctx).users.new_key(name)
-    except UserError as error:
-        fail(str(error))
-    typer.echo(key)
-    typer.echo(
-        f"user {name} has a new API key (it is not shown again; the old one no longer works)", err=True
-    )
+    operate(ctx, lambda ops: ops.new_key(name), " (it is not shown again)")
 
 
 @users_app.command("disable")
 def users_disable(ctx: typer.Context, name: str) -> None:
     """Refuse the user's API key from now on."""
-    _set_user(ctx, name, False)
+    operate(ctx, lambda ops: ops.enable_user(name, False))
 
 
 @users_app.command("enable")
 def users_enable(ctx: typer.Context, name: str) -> None:
     """Accept the user's API key again."""
-    _set_user(ctx, name, True)
-
-
-def _set_user(ctx: typer.Context, name: str, enabled: bool) -> None:
-    from usenet_indexer.coordinator.users import UserError
-
-    try:
-        services_of(ctx).users.set_enabled(name, enabled)
-    except UserError as error:
-        fail(str(error))
-    typer.echo(f"user {name} {'enabled' if enabled else 'disabled'}")
+    operate(ctx, lambda ops: ops.enable_user(name, True))
 
 
 @admin_app.command("hash-password")
@@ -584,7 +535,7 @@ def serve(
 ) -> None:
     """Run the coordinator: its HTTP API and its background loops (with a news server: the planner,
     prefetcher and corpus fill too)."""
-    from usenet_indexer.coordinator.http import ServeError, check_exposure
+    from usenet_indexer.coordinator.http.network import ServeError, check_exposure
     from usenet_indexer.coordinator.server import run_server
     from usenet_indexer.storage.blobs import BlobError
 
@@ -667,7 +618,7 @@ def run(
             "`run` serves its own workers over loopback: for HTTPS to other machines use `serve` with "
             "--tls-cert and --tls-key and `edge` workers, or a TLS proxy in front (docs/DEPLOY.md)"
         )
-    from usenet_indexer.coordinator.http import ServeError, check_exposure
+    from usenet_indexer.coordinator.http.network import ServeError, check_exposure
 
     try:
         check_exposure(settings)
@@ -863,14 +814,6 @@ def edge(
     settings = settings_of(ctx)
     args = options.child_options(settings.log_level, settings.log_format)
     raise typer.Exit(supervise(count, args, stop=stop, until_done=ranges is not None, client_for=client_for))
-
-
-def ago(seconds: float) -> str:
-    seconds = max(0.0, seconds)
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.0f} {unit}"
-    return f"{seconds:.0f} s"
 
 
 def main() -> None:

@@ -95,8 +95,8 @@ class Settings(BaseSettings):
     # The coordinator's HTTP server.
     host: str = "127.0.0.1"
     port: int = Field(default=8710, ge=0, le=65535)
-    # Facing the network (coordinator/http.py): HTTPS with a certificate and its key; plain HTTP beyond
-    # loopback only when a proxy in front terminates TLS (insecure_http). Limits every request is held
+    # Facing the network (coordinator/http/network.py): HTTPS with a certificate and its key; plain HTTP
+    # beyond loopback only when a proxy in front terminates TLS (insecure_http). Limits every request is held
     # to, whatever it claims: its body (counted as read), the time for its headers and between body
     # bytes, and the connections open at once.
     tls_certfile: Path | None = None

@@ -205,7 +205,7 @@ def test_the_wheel_holds_every_data_file_and_boto3_only_as_the_extra(wheel: Path
     }
     # Templates, SQL, migrations (and their template), the type stub: every file of the package.
     assert {p for p in shipped if not p.endswith(".py")} >= {
-        "usenet_indexer/coordinator/templates/base.html",
+        "usenet_indexer/coordinator/http/templates/base.html",
         "usenet_indexer/db/sql/sqlite/schema.sql",
         "usenet_indexer/db/sql/postgresql/schema.sql",
         "usenet_indexer/db/migrations/script.py.mako",

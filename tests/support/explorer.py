@@ -28,7 +28,7 @@ from typing import Any
 
 from tests.support.interleave import Actor, Interleaving, ScheduleError
 from tests.support.store import query
-from usenet_indexer.coordinator.groups import GroupError
+from usenet_indexer.coordinator.registries.groups import GroupError
 from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.db import Database, Fenced
 from usenet_indexer.leases.audit import audit

@@ -9,8 +9,8 @@ from contextlib import contextmanager
 
 import uvicorn
 
-from usenet_indexer.coordinator.http import http_config
-from usenet_indexer.coordinator.server import create_app
+from usenet_indexer.coordinator.http.app import create_app
+from usenet_indexer.coordinator.http.network import http_config
 from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.edge.client import NodeClient
 from usenet_indexer.edge.worker import EdgeWorker

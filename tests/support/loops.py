@@ -6,9 +6,9 @@ from typing import Any
 
 from tests.support.store import query
 from usenet_indexer.articles import chunk_spans
+from usenet_indexer.coordinator.http.node_api import read_chunk
 from usenet_indexer.coordinator.loops.news import NewsService
 from usenet_indexer.coordinator.loops.prefetcher import Prefetcher, RoundReport
-from usenet_indexer.coordinator.node_api import read_chunk
 from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.nntp.pool import ServerSettings
 from usenet_indexer.storage.corpus import CorpusRange

@@ -42,7 +42,15 @@ LAYERS: tuple[Layer, ...] = (
         "foundations",
         # leases.errors: the lease errors alone (the store raises Fenced; a worker imports it without
         # the store)
-        [P, f"{P}.articles", f"{P}.compression", f"{P}.extras", f"{P}.passwords", f"{P}.leases.errors"],
+        [
+            P,
+            f"{P}.articles",
+            f"{P}.compression",
+            f"{P}.extras",
+            f"{P}.passwords",
+            f"{P}.leases.errors",
+            f"{P}.readable",
+        ],
         pure=True,
     ),
     layer("the accelerator", [f"{P}.accelerator"], pure=True),  # used by both indexing and nntp
@@ -73,10 +81,7 @@ LAYERS: tuple[Layer, ...] = (
     layer(
         "the coordinator's registries; the edge worker",
         [
-            f"{P}.coordinator.nodes",
-            f"{P}.coordinator.users",
-            f"{P}.coordinator.groups",
-            f"{P}.coordinator.rules",
+            f"{P}.coordinator.registries",
             f"{P}.coordinator.arrivals",
         ],
         # beside the coordinator's lowest layer: neither imports the other (an edge needs only its

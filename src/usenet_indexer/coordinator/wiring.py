@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from usenet_indexer.catalog.search import Search
 from usenet_indexer.catalog.space import CatalogSpace
 from usenet_indexer.coordinator.arrivals import Arrivals
-from usenet_indexer.coordinator.groups import Groups
-from usenet_indexer.coordinator.nodes import Nodes
-from usenet_indexer.coordinator.rules import RuleStore
-from usenet_indexer.coordinator.users import Users
+from usenet_indexer.coordinator.registries.groups import Groups
+from usenet_indexer.coordinator.registries.nodes import Nodes
+from usenet_indexer.coordinator.registries.rules import RuleStore
+from usenet_indexer.coordinator.registries.users import Users
 from usenet_indexer.db import Database, connect, upgrade
 from usenet_indexer.leases.groups import GroupLeases
 from usenet_indexer.leases.planning import PlanSizes

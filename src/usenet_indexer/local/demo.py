@@ -27,8 +27,8 @@ from urllib.parse import urlencode
 
 import httpx
 
-from usenet_indexer.coordinator.groups import GroupError
-from usenet_indexer.coordinator.users import UserError
+from usenet_indexer.coordinator.registries.groups import GroupError
+from usenet_indexer.coordinator.registries.users import UserError
 from usenet_indexer.coordinator.wiring import Services, open_services
 from usenet_indexer.local.run import LocalRun, RunError, RunOptions, run_until_stopped
 from usenet_indexer.local.view import View

@@ -1,5 +1,5 @@
-"""What ``run`` shows and when it is done: figures read from the store with the web dashboard's queries,
-and rates worked out from how they change.
+"""What ``run`` shows and when it is done: the progress model the web dashboard reads too
+(coordinator/progress.py), and rates worked out from how it changes.
 
 The store only learns of progress when a batch is stored (every ``--batch-articles`` articles per
 worker), so rates are averaged over a sliding window (``RATE_WINDOW_SECONDS``) of snapshots: a
@@ -14,8 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from usenet_indexer.catalog.grouping import Grouper
+from usenet_indexer.coordinator.progress import Lane, read_progress
 from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.db import Row, Tx
+
+__all__ = ["GroupProgress", "Lane", "ProgressReader", "Snapshot", "WorkerProgress"]
 
 RATE_WINDOW_SECONDS = 10.0
 # Headers are summed over every batch a node ever posted (the dashboard's query with this window).
@@ -26,20 +29,6 @@ _ALL_TIME = 1e12
 # time (a catalog whose scan takes 0.5 s is read every 10 s).
 CATALOG_SECONDS = 5.0
 CATALOG_SHARE = 20
-
-
-@dataclass(frozen=True, slots=True)
-class Lane:
-    """A group's tail or history: articles planned (``articles``), read, and read per second."""
-
-    ranges: int = 0
-    articles: int = 0
-    read: int = 0
-    rate: float = 0.0
-
-    @property
-    def fraction(self) -> float:
-        return self.read / self.articles if self.articles else 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,39 +161,32 @@ class ProgressReader:
         services = self.services
         summaries = services.groups.summaries()
         with services.db.transaction(write=False) as tx:
-            lanes = tx.run("dashboard_lanes")
-            workers = tx.run(
-                "dashboard_workers", {"ttl": services.settings.lease_ttl_seconds, "window": _ALL_TIME}
+            progress = read_progress(
+                tx,
+                summaries,
+                ttl=services.settings.lease_ttl_seconds,
+                window=_ALL_TIME,
+                catalog=self._totals(tx, fresh),
+                releases_by_group=True,
+                costs=False,
             )
-            catalog = self._totals(tx, fresh)
-            found = {int(r["group_id"]): int(r["releases"]) for r in tx.run("dashboard_group_releases")}
-            probes: dict[str, int] = {}
-            passwords = 0
-            for r in tx.run("dashboard_probes"):
-                if int(r["priority"]) == 0:
-                    probes[str(r["status"])] = int(r["n"])
-                elif str(r["status"]) in ("queued", "working"):
-                    passwords += int(r["n"])
+        probes, passwords = dict(progress.probes.names), progress.probes.passwords_pending
         if not services.settings.probe_bodies:
             probes, passwords = {}, 0  # no probe loop runs: nothing queued is waited for
         # Read only once nothing else is left: the grouping loop joins what is final within a pass.
-        idle = all(sum(s.ranges.get(k, 0) for k in ("planned", "leased")) == 0 for s in summaries)
-        grouping = Grouper(services.db).pending() if idle else 0
+        grouping = Grouper(services.db).pending() if progress.idle else 0
         at = time.monotonic()
-        by_lane = {(int(r["group_id"]), str(r["lane"])): r for r in lanes}
-        lane_rate = self._lanes.add(at, {key: float(r["read"]) for key, r in by_lane.items()})
-        chosen = [w for w in workers if self.nodes is None or w["name"] in self.nodes]
-        worker_rate = self._workers.add(at, {str(w["name"]): float(w["recent_headers"]) for w in chosen})
+        lane_rate = self._lanes.add(at, {key: float(lane.read) for key, lane in progress.lanes.items()})
+        chosen = [w for w in progress.workers if self.nodes is None or w.name in self.nodes]
+        worker_rate = self._workers.add(at, {w.name: float(w.headers) for w in chosen})
 
         def lane(group_id: int, name: str) -> Lane:
-            row = by_lane.get((group_id, name))
-            if row is None:
-                return Lane()
-            return Lane(
-                int(row["ranges"]), int(row["articles"]), int(row["read"]), lane_rate((group_id, name))
-            )
+            found = progress.lane(group_id, name)
+            if not found.ranges:
+                return found
+            return Lane(found.ranges, found.articles, found.read, lane_rate((group_id, name)))
 
-        read = float(sum(int(r["read"]) for r in lanes))
+        read = float(sum(lane.read for lane in progress.lanes.values()))
         if self._began is None or (self._changed is None and read == self._began[1]):
             self._began = (at, read)
         elif self._changed is None or read != self._changed[1]:
@@ -225,22 +207,22 @@ class ProgressReader:
                     statuses=dict(g.ranges),
                     tail=lane(g.id, "tail"),
                     history=lane(g.id, "history"),
-                    releases=found.get(g.id, 0),
+                    releases=progress.releases_by_group.get(g.id, 0),
                 )
                 for g in summaries
             ],
             workers=[
                 WorkerProgress(
-                    name=str(w["name"]),
-                    live_leases=int(w["live_leases"]),
-                    headers=int(w["recent_headers"]),
-                    rate=worker_rate(str(w["name"])),
-                    last_seen_at=w["last_seen_at"],
+                    name=w.name,
+                    live_leases=w.live_leases,
+                    headers=w.headers,
+                    rate=worker_rate(w.name),
+                    last_seen_at=w.last_seen_at,
                 )
                 for w in chosen
             ],
-            releases=int(catalog["releases"]),
-            complete=int(catalog["complete"]),
+            releases=progress.catalog.releases,
+            complete=progress.catalog.complete,
             probes=probes,
             passwords_pending=passwords,
             average_rate=average,

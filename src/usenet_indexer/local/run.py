@@ -35,12 +35,13 @@ from typing import IO
 
 import uvicorn
 
-from usenet_indexer.coordinator.http import http_config
+from usenet_indexer.coordinator.http.app import create_app
+from usenet_indexer.coordinator.http.network import http_config
 from usenet_indexer.coordinator.loops.background import background_loops
 from usenet_indexer.coordinator.loops.news import NewsService
 from usenet_indexer.coordinator.loops.runner import LoopRunner
-from usenet_indexer.coordinator.nodes import new_token
-from usenet_indexer.coordinator.server import create_app, redacted
+from usenet_indexer.coordinator.registries.nodes import new_token
+from usenet_indexer.coordinator.server import redacted
 from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.edge.client import NodeClient
 from usenet_indexer.edge.main import DEFAULT_BATCH_ARTICLES, EdgeOptions

@@ -26,7 +26,7 @@ from fastapi.testclient import TestClient
 
 from tests.support.store import services_for
 from usenet_indexer.catalog.search import SearchQuery
-from usenet_indexer.coordinator.server import create_app
+from usenet_indexer.coordinator.http.app import create_app
 from usenet_indexer.coordinator.wiring import Services
 
 ADMIN_PASSWORD = "an admin password for the access tests"

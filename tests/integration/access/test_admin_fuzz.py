@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 
 from tests.integration.access.test_access_matrix import ADMIN_PASSWORD, admin_client, routes
 from tests.support.store import query, services_for
-from usenet_indexer.coordinator.server import create_app
-from usenet_indexer.coordinator.web import TEMPLATES
+from usenet_indexer.coordinator.http.app import create_app
+from usenet_indexer.coordinator.http.pages import TEMPLATES
 from usenet_indexer.coordinator.wiring import Services
 
 GROUP = "alt.binaries.fuzz"

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support.store import services_for
-from usenet_indexer.coordinator.server import create_app
+from usenet_indexer.coordinator.http.app import create_app
 from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.wire.batch import MAGIC
 

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.support.store import query, services_for
-from usenet_indexer.coordinator.server import create_app
+from usenet_indexer.coordinator.http.app import create_app
 from usenet_indexer.coordinator.wiring import Services
 
 NAME = "reader"

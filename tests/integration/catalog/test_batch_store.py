@@ -153,7 +153,7 @@ def test_a_cross_post_from_two_groups_and_two_workers_is_one_release(db: Databas
     from tests.support.crosspost import cross_post
     from usenet_indexer.catalog.nzbs import nzb_bytes
     from usenet_indexer.catalog.search import Search, SearchQuery
-    from usenet_indexer.coordinator.newznab import release_item
+    from usenet_indexer.coordinator.http.newznab import release_item
     from usenet_indexer.wire.batch import check_authority
 
     groups = ("alt.binaries.cross.a", "alt.binaries.cross.b")

@@ -29,8 +29,8 @@ from usenet_indexer.catalog.batch_store import store_batch
 from usenet_indexer.catalog.grouping import Grouper
 from usenet_indexer.catalog.nzbs import nzb_bytes, nzb_release
 from usenet_indexer.catalog.probe import Prober
-from usenet_indexer.coordinator.dashboard import dashboard
-from usenet_indexer.coordinator.metrics import Metrics
+from usenet_indexer.coordinator.http.dashboard import dashboard
+from usenet_indexer.coordinator.http.metrics import Metrics
 from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.indexing import RangeIndexer, default_rules, unpack_segments
 from usenet_indexer.indexing.grouping import GAP_ARTICLES
@@ -40,6 +40,11 @@ MOVIE = "Glass.Garden.2021.1080p.BluRay.x264-FLUX"
 SHOW = "Harbor.Watch.S02E05.720p.WEB.h264-NTb"
 PART_BYTES = 60_000  # yEnc parts of 60 KB: files of several parts, the PAR2 index in one
 POSTER = "Random Poster <random@poster.test>"
+
+
+@pytest.fixture(scope="module")
+def inn2() -> None:
+    inn2_support.ensure_inn2()
 
 
 @pytest.fixture

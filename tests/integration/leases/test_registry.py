@@ -5,8 +5,14 @@ from __future__ import annotations
 import pytest
 
 from tests.support.store import query
-from usenet_indexer.coordinator.groups import GroupError
-from usenet_indexer.coordinator.nodes import NodeDisabled, NodeError, Unauthorized, hash_token, new_token
+from usenet_indexer.coordinator.registries.groups import GroupError
+from usenet_indexer.coordinator.registries.nodes import (
+    NodeDisabled,
+    NodeError,
+    Unauthorized,
+    hash_token,
+    new_token,
+)
 from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.leases.planning import Backfill
 

@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 
 from tests.support.store import query, services_for
-from usenet_indexer.coordinator.nodes import Unauthorized
+from usenet_indexer.coordinator.registries.nodes import Unauthorized
 from usenet_indexer.local.live import render
 from usenet_indexer.local.progress import (
     GroupProgress,
@@ -149,3 +149,39 @@ def test_plain_lines() -> None:
         and "host-worker-1 61k/s" in lines[-1]
     )
     assert plain_lines(snapshot(True))[-1].endswith("(all caught up)")
+
+
+def test_the_dashboard_and_runs_view_count_probes_alike(database_url: str, tmp_path: Path) -> None:
+    """One progress model (coordinator/progress.py): the dashboard reads the probes with what they
+    fetched, `run`'s view only counts them (a quarter of the cost); the counts are the same."""
+    from usenet_indexer.coordinator.progress import read_progress
+
+    services = services_for(database_url, tmp_path)
+    rows = [  # (key, priority, status)
+        ("a", 0, "queued"),
+        ("b", 0, "working"),
+        ("c", 0, "done"),
+        ("d", 0, "failed"),
+        ("e", 1, "queued"),
+        ("f", 1, "done"),
+        ("g", 1, "done"),
+    ]
+    for key, priority, status in rows:
+        query(
+            services.db,
+            "INSERT INTO probe_queue (release_key, par2_message_id, archive_message_id, priority, "
+            " status, attempts, articles, created_at, updated_at)"
+            " VALUES (:k, 'm@x', 'a@x', :p, :s, 0, 2, :now, :now)",
+            {"k": key, "p": priority, "s": status, "now": time.time()},
+        )
+    read = []
+    for costs in (True, False):
+        with services.db.transaction(write=False) as tx:
+            read.append(read_progress(tx, [], ttl=60.0, window=300.0, costs=costs).probes)
+    dashboard, view = read
+    counts = ("named", "pending", "failed", "passwords", "names", "passwords_pending")
+    assert [getattr(dashboard, c) for c in counts] == [getattr(view, c) for c in counts]
+    assert (view.named, view.pending, view.failed, view.passwords, view.passwords_pending) == (1, 3, 1, 2, 1)
+    assert view.names == {"queued": 1, "working": 1, "done": 1, "failed": 1}
+    assert dashboard.articles == 14 and view.articles == 0  # what probes fetched: the dashboard's only
+    services.close()

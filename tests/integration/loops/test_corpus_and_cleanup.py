@@ -12,11 +12,11 @@ from tests.support.fake_nntp import FakeNNTPServer, Script, fill_group
 from tests.support.loops import news_service, prefetch_all, ranges_of, stored_lines
 from tests.support.store import TTL, backdate, query
 from usenet_indexer.articles import chunk_spans
+from usenet_indexer.coordinator.http.node_api import read_chunk
 from usenet_indexer.coordinator.loops.background import background_loops
 from usenet_indexer.coordinator.loops.cleanup import SpoolCleanup
 from usenet_indexer.coordinator.loops.corpus_fill import CorpusFill, reindex
 from usenet_indexer.coordinator.loops.prefetcher import Prefetcher
-from usenet_indexer.coordinator.node_api import read_chunk
 from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.leases.audit import audit
 from usenet_indexer.leases.planning import STORED_PRIORITY

@@ -7,7 +7,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.support.store import services_for
-from usenet_indexer.coordinator.server import create_app
+from usenet_indexer.coordinator.http.app import create_app
 from usenet_indexer.coordinator.wiring import Services
 
 

@@ -271,7 +271,7 @@ def test_snapshot_over_the_cap_is_413_and_stores_nothing(
     auth: dict[str, str],
 ) -> None:
     from tests.support.store import services_for
-    from usenet_indexer.coordinator.server import create_app
+    from usenet_indexer.coordinator.http.app import create_app
 
     services = services_for(database_url, tmp_path, snapshot_max_bytes=2048)
     try:
@@ -314,7 +314,7 @@ def test_a_server_error_is_a_500_never_a_lost_lease(services: Services, auth: di
     """Issue 14.6: a read that failed on the server (an undefined table or function, a privilege; a
     rolling deploy one migration apart) was read as "no rows": a batch was answered 409 "unknown range"
     and the worker dropped its range. It is a 500 now, which the worker retries."""
-    from usenet_indexer.coordinator.server import create_app
+    from usenet_indexer.coordinator.http.app import create_app
     from usenet_indexer.indexing import Batch
     from usenet_indexer.wire.batch import encode_batch
 

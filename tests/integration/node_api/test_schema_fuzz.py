@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis.core.result import Ok
 
 from tests.support.store import services_for
-from usenet_indexer.coordinator.server import create_app
+from usenet_indexer.coordinator.http.app import create_app
 
 
 @pytest.fixture

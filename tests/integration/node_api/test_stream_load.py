@@ -95,7 +95,7 @@ async def measure(url: str, headers: dict[str, str], leases: list[RangeLease]) -
 def test_a_node_past_its_stream_cap_is_refused(database_url: str, tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from usenet_indexer.coordinator.server import create_app
+    from usenet_indexer.coordinator.http.app import create_app
 
     services = services_for(database_url, tmp_path, stream_max_per_node=1, stream_chunk_wait_seconds=1.0)
     try:

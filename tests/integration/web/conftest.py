@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from tests.support.catalog import fill_catalog
 from tests.support.store import services_for
-from usenet_indexer.coordinator.server import create_app
+from usenet_indexer.coordinator.http.app import create_app
 from usenet_indexer.coordinator.wiring import Services
 
 GROUP = "alt.binaries.generated"

@@ -21,8 +21,8 @@ from tests.support.catalog import fill_catalog
 from tests.support.contrast import AA_TEXT, contrast_ratio
 from tests.support.live import live_coordinator
 from tests.support.store import services_for
-from usenet_indexer.coordinator.charts import CHART_BUCKETS, CHART_HEIGHT, CHART_WIDTH
-from usenet_indexer.coordinator.dashboard import dashboard
+from usenet_indexer.coordinator.http.charts import CHART_BUCKETS, CHART_HEIGHT, CHART_WIDTH
+from usenet_indexer.coordinator.http.dashboard import dashboard
 from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.leases.ranges import RangeLease
 

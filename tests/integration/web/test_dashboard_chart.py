@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 
 from tests.integration.web.conftest import GROUP
 from tests.support.store import query
-from usenet_indexer.coordinator.charts import CHART_BUCKETS, CHART_WINDOW_SECONDS
-from usenet_indexer.coordinator.dashboard import dashboard
+from usenet_indexer.coordinator.http.charts import CHART_BUCKETS, CHART_WINDOW_SECONDS
+from usenet_indexer.coordinator.http.dashboard import dashboard
 from usenet_indexer.coordinator.wiring import Services
 
 IDLE = "alt.binaries.idle"

@@ -22,10 +22,10 @@ from tests.support.live import live_coordinator
 from tests.support.store import query, services_for
 from usenet_indexer.catalog.batch_store import store_batch
 from usenet_indexer.catalog.probe import MAX_ATTEMPTS, Prober
-from usenet_indexer.coordinator.web import human_bytes, human_number
 from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.indexing import RangeIndexer, default_rules
 from usenet_indexer.nntp.pool import NNTPPool, ServerSettings
+from usenet_indexer.readable import human_bytes, human_number
 
 pytestmark = [pytest.mark.slow, pytest.mark.inn2]  # posts its PAR2 index to INN2 (test_probe.post_par2_index)
 

@@ -15,8 +15,9 @@ from typer.testing import CliRunner
 from tests.integration.web.conftest import ADMIN_PASSWORD, GROUP
 from tests.support.store import query
 from usenet_indexer.cli import app as cli_app
-from usenet_indexer.coordinator.web import MAX_FORM_BYTES, ago, human_bytes, human_number
+from usenet_indexer.coordinator.http.access import MAX_FORM_BYTES
 from usenet_indexer.coordinator.wiring import Services
+from usenet_indexer.readable import ago, human_bytes, human_number
 
 
 def csrf_of(html: str) -> str:
@@ -233,7 +234,7 @@ def test_an_oversized_or_unreadable_form_is_refused_with_its_reason(anonymous: T
 def test_wrong_passwords_lock_a_client_out_even_from_the_right_one(anonymous: TestClient) -> None:
     """Issue 15.4: 42 guesses a second from one client, then the right password still accepted."""
     client = anonymous  # the admin's tests: no user signed in
-    from usenet_indexer.coordinator.lockout import FREE_FAILURES
+    from usenet_indexer.coordinator.http.lockout import FREE_FAILURES
 
     page = client.get("/admin/login")
     token = csrf_of(page.text)

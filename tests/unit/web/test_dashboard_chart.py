@@ -1,4 +1,4 @@
-"""The dashboard's headers/s chart (coordinator/charts.py: batches bucketed by minute, drawn as SVG) and
+"""The dashboard's headers/s chart (coordinator/http/charts.py: batches bucketed by minute, drawn as SVG) and
 the contrast of its progress bars' labels in the stylesheet (templates/base.html). No store, no server."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.support.contrast import AA_TEXT, contrast_ratio
-from usenet_indexer.coordinator.charts import (
+from usenet_indexer.coordinator.http.charts import (
     CHART_BUCKETS,
     CHART_HEIGHT,
     CHART_WIDTH,
@@ -30,7 +30,7 @@ from usenet_indexer.coordinator.charts import (
 NOW = 1_700_000_000.0
 START = NOW - CHART_WINDOW_SECONDS
 SVG = "{http://www.w3.org/2000/svg}"
-BASE_HTML = Path(__file__).resolve().parents[3] / "src/usenet_indexer/coordinator/templates/base.html"
+BASE_HTML = Path(__file__).resolve().parents[3] / "src/usenet_indexer/coordinator/http/templates/base.html"
 
 
 def inside_share(w: Work, now: float = NOW, window: float = CHART_WINDOW_SECONDS) -> float:

@@ -1,8 +1,8 @@
-"""The admin login's lockout, on a moved clock (coordinator/lockout.py)."""
+"""The admin login's lockout, on a moved clock (coordinator/http/lockout.py)."""
 
 from __future__ import annotations
 
-from usenet_indexer.coordinator.lockout import FREE_FAILURES, MAX_LOCK_SECONDS, LoginLockout
+from usenet_indexer.coordinator.http.lockout import FREE_FAILURES, MAX_LOCK_SECONDS, LoginLockout
 
 
 def test_the_lockout_doubles_and_a_success_forgets() -> None:

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from usenet_indexer.catalog.nzbs import file_subject, nzb_file_name, nzb_release
 from usenet_indexer.catalog.search import MAX_WORDS, category_ids, words
-from usenet_indexer.coordinator.newznab import (
+from usenet_indexer.coordinator.http.newznab import (
     NewznabError,
     Params,
     parse_categories,

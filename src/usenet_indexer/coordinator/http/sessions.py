@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from starlette.requests import Request
 
-from usenet_indexer.coordinator.users import ApiUser
+from usenet_indexer.coordinator.registries.users import ApiUser
 from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.passwords import verify_password
 

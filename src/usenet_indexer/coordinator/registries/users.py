@@ -12,7 +12,12 @@ from dataclasses import dataclass
 from functools import cache
 
 from usenet_indexer.db import Database
-from usenet_indexer.passwords import WeakPassword, check_strength, hash_password, verify_password
+from usenet_indexer.passwords import (
+    WeakPassword,
+    check_strength,
+    hash_password,
+    verify_password,
+)
 
 USER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@\-]{0,63}$")
 API_KEY = re.compile(r"^[0-9a-f]{32}$")

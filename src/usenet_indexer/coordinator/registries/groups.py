@@ -79,6 +79,15 @@ class Groups:
             if tx.one("group_set_enabled", {"name": name, "enabled": enabled}) is None:
                 raise GroupError(f"no group {name}")
 
+    def retry(self, range_id: int) -> bool:
+        """Plan a failed range again from its resume point, its chunks' corrupt reports forgotten (the
+        retry goes down the corrupt path from the start); False when it is not (or no longer) failed."""
+        with self.db.transaction() as tx:
+            row = tx.one("range_retry", {"range_id": range_id})
+            if row is not None:
+                tx.execute("range_retry_forget_chunks", {"range_id": range_id})
+        return row is not None
+
     def summaries(self) -> list[GroupSummary]:
         with self.db.transaction(write=False) as tx:
             groups = tx.run("groups_all")

@@ -3,7 +3,7 @@ the speed of the server (issue 15: 42 guesses a second from one client, then the
 still accepted).
 
 After ``FREE_FAILURES`` wrong passwords from one client (its address: the proxy's forwarded one
-behind a proxy on this machine, coordinator/http.py), each further failure locks that client out for
+behind a proxy on this machine, coordinator/http/network.py), each further failure locks that client out for
 twice as long as the last, from 1 s up to ``MAX_LOCK_SECONDS``; while locked out, no password is
 checked at all, the right one included. A success forgets the client's failures. In memory: several
 coordinators each count their own, which multiplies an attacker's rate by their number at most.

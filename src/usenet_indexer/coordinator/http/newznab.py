@@ -34,13 +34,14 @@ from starlette.concurrency import run_in_threadpool
 
 from usenet_indexer.catalog.nzbs import download_headers, nzb_bytes
 from usenet_indexer.catalog.search import MAX_LIMIT, ReleaseHit, SearchPage, SearchQuery
-from usenet_indexer.coordinator.users import ApiUser, BadKey, LimitReached, Usage
+from usenet_indexer.coordinator.http.state import Svc
+from usenet_indexer.coordinator.registries.users import ApiUser, BadKey, LimitReached, Usage
 from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.indexing.categories import MOVIES, NAMES, TV
 from usenet_indexer.indexing.merge import SegmentBlobError
 from usenet_indexer.logs import get_logger
 
-__all__ = ["DEFAULT_LIMIT", "MAX_OFFSET", "NewznabError", "newznab_router"]
+__all__ = ["DEFAULT_LIMIT", "MAX_OFFSET", "NewznabError", "router"]
 
 log = get_logger(__name__)
 
@@ -585,33 +586,30 @@ def accepts_gzip(request: Request) -> bool:
     return False
 
 
-def newznab_router(services: Services) -> APIRouter:
-    router = APIRouter(tags=["newznab"])
-    api = Api(services)
+async def endpoint(request: Request, services: Svc) -> Response:
+    params = Params(list(request.query_params.multi_items()))
+    as_json = (params.values.get("o") or "").strip().lower() == "json"
+    try:
+        raw = (params.values.get("t") or "").strip()[:MAX_PARAM_LENGTH]
+        if not raw:
+            raise NewznabError(200, "t")
+        function = FUNCTIONS.get(raw.lower())
+        if function is None:  # an unknown function, control characters and all: 202
+            raise NewznabError(202, raw[:40].encode("unicode_escape").decode("ascii"))
+        call: Callable[[], Response] = lambda: Api(services).handle(  # noqa: E731
+            function, params, base_url(services, request), accepts_gzip(request)
+        )
+        return await run_in_threadpool(call)
+    except NewznabError as error:
+        return error_response(error, as_json)
+    except Exception:
+        # Never a 500 to an API client: it would retry, or mark the indexer failed, on our bug.
+        log.exception("newznab.error")
+        return error_response(NewznabError(900), as_json)
 
-    async def endpoint(request: Request) -> Response:
-        params = Params(list(request.query_params.multi_items()))
-        as_json = (params.values.get("o") or "").strip().lower() == "json"
-        try:
-            raw = (params.values.get("t") or "").strip()[:MAX_PARAM_LENGTH]
-            if not raw:
-                raise NewznabError(200, "t")
-            function = FUNCTIONS.get(raw.lower())
-            if function is None:  # an unknown function, control characters and all: 202
-                raise NewznabError(202, raw[:40].encode("unicode_escape").decode("ascii"))
-            call: Callable[[], Response] = lambda: api.handle(  # noqa: E731
-                function, params, base_url(services, request), accepts_gzip(request)
-            )
-            return await run_in_threadpool(call)
-        except NewznabError as error:
-            return error_response(error, as_json)
-        except Exception:
-            # Never a 500 to an API client: it would retry, or mark the indexer failed, on our bug.
-            log.exception("newznab.error")
-            return error_response(NewznabError(900), as_json)
 
-    # One route per method: FastAPI names an operation after its function, and two methods on one
-    # route would make a duplicate operation id in /openapi.json.
-    router.add_api_route("/api", endpoint, methods=["GET"], operation_id="newznab_get")
-    router.add_api_route("/api", endpoint, methods=["POST"], operation_id="newznab_post")
-    return router
+router = APIRouter(tags=["newznab"])
+# One route per method: FastAPI names an operation after its function, and two methods on one route
+# would make a duplicate operation id in /openapi.json.
+router.add_api_route("/api", endpoint, methods=["GET"], operation_id="newznab_get")
+router.add_api_route("/api", endpoint, methods=["POST"], operation_id="newznab_post")
