@@ -35,7 +35,7 @@ typecheck:
 	$(UV) run mypy bench
 
 pytest:
-	$(UV) run pytest -q
+	$(UV) run pytest -q --durations=15
 
 pytest-fast:
 	$(UV) run pytest -q --fast-tier -n auto
