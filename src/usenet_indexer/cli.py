@@ -409,6 +409,21 @@ def users_add(
     )
 
 
+@users_app.command("limits")
+def users_limits(
+    ctx: typer.Context,
+    name: str,
+    requests_per_day: Annotated[
+        int | None, typer.Option(help="API requests allowed per day (left out: no limit)")
+    ] = None,
+    downloads_per_day: Annotated[
+        int | None, typer.Option(help="NZB downloads allowed per day (left out: no limit)")
+    ] = None,
+) -> None:
+    """Set a user's daily limits, both at once (as `users add` does); today's counts are kept."""
+    operate(ctx, lambda ops: ops.set_limits(name, requests_per_day, downloads_per_day))
+
+
 @users_app.command("passwd")
 def users_passwd(ctx: typer.Context, name: str) -> None:
     """Set a user's password for the web UI (asked twice; USENET_INDEXER_USER_PASSWORD if set). The

@@ -55,7 +55,7 @@ def test_users(ops: Operations, services: Services) -> None:
     added = ops.add_user("carol", requests_per_day=5)
     assert added.message == "user carol added" and added.secret is not None
     assert services.users.authenticate(added.secret).requests_per_day == 5
-    with pytest.raises(Refused, match="a count >= 0"):
+    with pytest.raises(Refused, match="a count from 0 to 2,147,483,647"):
         ops.add_user("dave", downloads_per_day=-1)
     with pytest.raises(Refused, match="at least 12 characters"):
         ops.add_user("erin", password="short")
@@ -63,6 +63,14 @@ def test_users(ops: Operations, services: Services) -> None:
     renewed = ops.new_key("carol")
     assert renewed.secret is not None and renewed.secret != added.secret
     assert ops.set_password("carol", "carol's long enough password").message.startswith("user carol:")
+    limited = ops.set_limits("carol", 1000, None)
+    assert limited.message == "user carol: requests a day 1,000, downloads a day no limit"
+    assert [(u.requests_per_day, u.downloads_per_day) for u in ops.list_users()] == [(1000, None)]
+    with pytest.raises(Refused, match="downloads per day is a count from 0"):
+        ops.set_limits("carol", None, 2**31)
+    with pytest.raises(Refused, match="no user ghost"):
+        ops.set_limits("ghost", 1, 1)
+    assert [(u.requests_per_day, u.downloads_per_day) for u in ops.list_users()] == [(1000, None)]
     assert ops.enable_user("carol", False).message == "user carol disabled"
     with pytest.raises(Refused, match="no user ghost"):
         ops.enable_user("ghost", False)
@@ -155,3 +163,13 @@ def test_the_command_line_and_the_web_admin_say_the_same(
     status, kind, message = web("/admin/nodes", action="add", name="edge-2")
     assert (status, kind, message) == (200, "message", "Node edge-2 added.")
     assert cli("nodes", "disable", "edge-2", code=0) == "node edge-2 disabled"
+    # A user's limits, set after adding them: from the command line, then from their row's form.
+    cli("users", "add", "frank", code=0)
+    said = cli("users", "limits", "frank", "--requests-per-day", "500", code=0)
+    assert said == "user frank: requests a day 500, downloads a day no limit"
+    shown = web("/admin/users", action="limits", name="frank", requests_per_day="", downloads_per_day="20")
+    assert shown == (200, "message", "User frank: requests a day no limit, downloads a day 20.")
+    assert cli("users", "limits", "ghost", code=1) == "no user ghost"
+    assert web("/admin/users", action="limits", name="ghost") == (400, "error", "no user ghost")
+    (frank,) = [u for u in services.users.all() if u.name == "frank"]
+    assert (frank.requests_per_day, frank.downloads_per_day) == (None, 20)

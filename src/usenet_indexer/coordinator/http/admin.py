@@ -17,13 +17,11 @@ from usenet_indexer.coordinator.http.dashboard import dashboard, workers
 from usenet_indexer.coordinator.http.pages import refused, render, sentence
 from usenet_indexer.coordinator.http.state import Ops, Svc
 from usenet_indexer.coordinator.registries.operations import Done, Operations, Refused
+from usenet_indexer.coordinator.registries.users import MAX_LIMIT
 from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.leases.planning import DEFAULT_BACKFILL_DAYS, Backfill, BackfillError
 
 router = APIRouter(include_in_schema=False)
-
-# Limits a user may be given: the API counts in 32-bit integers.
-MAX_LIMIT = 2**31 - 1
 
 
 def backfill_of(unit: str, number: int | None) -> Backfill:
@@ -174,6 +172,12 @@ def user_action(ops: Operations, form: dict[str, str]) -> Done:
             name,
             requests_per_day=optional_int(form.get("requests_per_day"), high=MAX_LIMIT),
             downloads_per_day=optional_int(form.get("downloads_per_day"), high=MAX_LIMIT),
+        )
+    if action == "limits":
+        return ops.set_limits(
+            name,
+            optional_int(form.get("requests_per_day"), high=MAX_LIMIT),
+            optional_int(form.get("downloads_per_day"), high=MAX_LIMIT),
         )
     return toggle(action, name, ops.enable_user)
 

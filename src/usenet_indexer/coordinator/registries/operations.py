@@ -139,6 +139,13 @@ class Operations:
             self.users.set_password(name, password)
         return Done(f"user {name}: password set; they sign in at /login")
 
+    def set_limits(self, name: str, requests_per_day: int | None, downloads_per_day: int | None) -> Done:
+        """A user's daily limits, both set (None: no limit)."""
+        with refusing():
+            self.users.set_limits(name, requests_per_day, downloads_per_day)
+        shown = ["no limit" if n is None else f"{n:,}" for n in (requests_per_day, downloads_per_day)]
+        return Done(f"user {name}: requests a day {shown[0]}, downloads a day {shown[1]}")
+
     def list_users(self) -> list[UserInfo]:
         return self.users.all()
 

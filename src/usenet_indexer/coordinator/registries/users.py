@@ -94,9 +94,13 @@ def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
+# Limits a user may be given: the API counts in 32-bit integers.
+MAX_LIMIT = 2**31 - 1
+
+
 def _limit(value: int | None, flag: str) -> int | None:
-    if value is not None and value < 0:
-        raise UserError(f"{flag} is a count >= 0 (or none for no limit), not {value}")
+    if value is not None and not 0 <= value <= MAX_LIMIT:
+        raise UserError(f"{flag} is a count from 0 to {MAX_LIMIT:,} (or none for no limit), not {value}")
     return value
 
 
