@@ -72,6 +72,7 @@ from usenet_indexer.indexing.bursts import (
 )
 from usenet_indexer.indexing.categories import categorize
 from usenet_indexer.indexing.fragment import FileFragment
+from usenet_indexer.indexing.indexer import first_volume_held
 from usenet_indexer.indexing.merge import merge
 from usenet_indexer.indexing.par2 import Par2Error, Par2Index, read_par2
 from usenet_indexer.logs import get_logger
@@ -278,7 +279,7 @@ class Prober:
         try:
             row = await asyncio.to_thread(self._release_row, key)
             files = unpack_segments(bytes(row["segments"]))
-            first = _first_volume(files)
+            first = first_volume_held(files)
             if first is not None and first.message_id_list()[0] == answered and row["password"] is not None:
                 await asyncio.to_thread(self._store_password, key, None, None, cost)
                 return ProbeResult(key, None, None, password=bool(row["password"]))
@@ -312,7 +313,9 @@ class Prober:
             if read is not None:
                 _lock_release(tx, key)
                 row = tx.one("release_segments_by_key", {"key": key})
-                first = _first_volume(unpack_segments(bytes(row["segments"]))) if row is not None else None
+                first = (
+                    first_volume_held(unpack_segments(bytes(row["segments"]))) if row is not None else None
+                )
                 if first is not None and first.message_id_list()[0] != read:
                     tx.execute("probe_requeue", {"key": key, "articles": cost.articles, "bytes": cost.bytes})
                     return False
@@ -622,13 +625,6 @@ class Prober:
             else:
                 log.warning("probe.failed", release=result.key, error=result.error, articles=result.articles)
         return list(results)
-
-
-def _first_volume(files: Sequence[FileFragment]) -> FileFragment | None:
-    """The file whose first article tells the release's ``password``: the first volume of its main
-    archive set (``archives.first_volume``), when that article is stored."""
-    _, fetch = password([], {f.name: f.name for f in files})
-    return next((f for f in files if f.name == fetch and f.parts and f.parts[0] == 1), None)
 
 
 def _lock_release(tx: Tx, key: str) -> None:

@@ -782,6 +782,14 @@ def probe_candidate(
 _ARCHIVES = frozenset({FileKind.RAR, FileKind.SEVEN_ZIP, FileKind.SPLIT})
 
 
+def first_volume_held(files: Sequence[FileFragment]) -> FileFragment | None:
+    """The first volume of the main archive set among ``files`` (``archives.first_volume`` of their
+    names), when its first article is held: the article that tells the ``password`` attribute. The
+    worker's candidate and the probe's pick (catalog/probe.py) are this one choice."""
+    first = first_volume([f.name for f in files])
+    return next((f for f in files if f.name == first and f.parts and f.parts[0] == 1), None)
+
+
 def password_candidate(
     fragment: ReleaseFragment, files: list[tuple[FileKind, FileFragment]]
 ) -> ProbeCandidate | None:
@@ -791,8 +799,7 @@ def password_candidate(
     release, where that article is; obfuscated releases are probed for their names, and this with it."""
     if not any(kind in _ARCHIVES for kind, _ in files):
         return None  # most fragments: a cheap test before the names are read
-    first = first_volume([f.name for _, f in files])
-    held = next((f for _, f in files if f.name == first and f.parts and f.parts[0] == 1), None)
+    held = first_volume_held([f for _, f in files])
     if held is None:
         return None
     return ProbeCandidate(
@@ -807,6 +814,7 @@ def password_candidate(
 __all__ = [
     "IndexerError",
     "RangeIndexer",
+    "first_volume_held",
     "message_id",
     "password_candidate",
     "probe_candidate",
