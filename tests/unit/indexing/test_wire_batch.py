@@ -275,3 +275,28 @@ def test_not_a_batch(data: bytes, match: str) -> None:
 def test_encode_refuses_bad_ids() -> None:
     with pytest.raises(BatchError):
         encode_batch(BATCH, -1, 0)
+
+
+def test_the_checked_fragment_keeps_every_field_but_its_name() -> None:
+    """check_authority builds the renamed fragment field by field (wire/batch.py ``_named``: replace()
+    cost a quarter of it): a field it does not pass would fall back to its default unseen. Every field
+    set away from its default, the result must be replace()'s; a new field fails the list below until
+    ``_named`` passes it."""
+    from dataclasses import fields
+
+    from usenet_indexer.indexing.fragment import ReleaseFragment
+    from usenet_indexer.indexing.naming import looks_obfuscated
+    from usenet_indexer.wire.batch import _named
+
+    assert [f.name for f in fields(ReleaseFragment)] == [
+        "key", "name", "poster", "groups", "file_total", "first_article", "first_date", "last_article",
+        "last_date", "obfuscated", "request_id", "files", "collection",
+    ]  # fmt: skip
+    fragment = ReleaseFragment(
+        key="k", name="old", poster="p", groups=("a.b", "c.d"), file_total=3, first_article=5,
+        first_date=100, last_article=9, last_date=200, obfuscated=True, request_id="42",
+        files=(_file(),), collection="Posted Name",
+    )  # fmt: skip
+    assert _named(fragment, "New.Name") == replace(
+        fragment, name="New.Name", obfuscated=looks_obfuscated("New.Name")
+    )
