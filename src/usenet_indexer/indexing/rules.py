@@ -44,8 +44,8 @@ from usenet_indexer.indexing.naming import (
     release_base,
 )
 
-GROUP_NAMES = frozenset({"name", "file", "title", "i", "n", "p", "t", "request"})
 GROUP_ORDER = ("name", "file", "title", "i", "n", "p", "t", "request")  # Rule._slots' order
+GROUP_NAMES = frozenset(GROUP_ORDER)
 
 
 class RuleError(ValueError):
