@@ -19,9 +19,9 @@ from starlette.concurrency import run_in_threadpool
 from usenet_indexer.coordinator.http.network import RequestRefused, is_loopback
 from usenet_indexer.coordinator.http.pages import PageRefused, SignInFirst
 from usenet_indexer.coordinator.http.sessions import Session, admin_session, current_session
+from usenet_indexer.coordinator.http.state import services_in
 from usenet_indexer.coordinator.registries.operations import Refused
 from usenet_indexer.coordinator.registries.users import LimitReached
-from usenet_indexer.coordinator.wiring import Services
 
 MAX_FORM_BYTES = 256 << 10
 
@@ -88,11 +88,6 @@ def local_path(target: str) -> str:
     return ""
 
 
-def _services(request: Request) -> Services:
-    services: Services = request.app.state.services
-    return services
-
-
 # -- the catalog: the dashboard and the releases; private unless public_catalog --------------------
 
 
@@ -101,7 +96,7 @@ async def _viewer(request: Request, *, counted: bool) -> Session | None:
     request is), or None for anyone on a public catalog; anyone else is sent to sign in, and a user
     past their day's limit refused (429). (Issue 18: the pages and NZBs were open to anyone who could
     reach the coordinator.)"""
-    services = _services(request)
+    services = services_in(request)
     session: Session | None = await run_in_threadpool(current_session, services, request)
     if session is None:
         if services.settings.public_catalog:
@@ -139,7 +134,7 @@ DashboardViewer = Annotated[Session | None, Depends(dashboard_viewer)]
 async def _session_form(request: Request, *, admin: bool) -> dict[str, str]:
     """The form of a POST made in a session (the admin's, for ``admin``); refused without such a
     session (sent to sign in), unreadable, without the session's CSRF token, or holding a NUL."""
-    session = await run_in_threadpool(current_session, _services(request), request)
+    session = await run_in_threadpool(current_session, services_in(request), request)
     if session is None or (admin and not session.admin):
         to_admin = admin or request.url.path.startswith("/admin/")
         raise SignInFirst("/admin/login" if to_admin else "/login")
@@ -165,7 +160,7 @@ async def session_form(request: Request) -> dict[str, str]:
 
 
 async def admin_page(request: Request) -> None:
-    if await run_in_threadpool(admin_session, _services(request), request) is None:
+    if await run_in_threadpool(admin_session, services_in(request), request) is None:
         raise SignInFirst("/admin/login")
 
 
@@ -179,7 +174,7 @@ def operator_only(request: Request) -> None:
     client on this machine (a scraper beside it), or the admin logged in; 403 for anyone else (issue
     15: they were open to the world)."""
     host = request.client.host if request.client else ""
-    if is_loopback(host) or admin_session(_services(request), request) is not None:
+    if is_loopback(host) or admin_session(services_in(request), request) is not None:
         return
     raise HTTPException(
         403, "only from the coordinator's own machine, or logged in as the admin (/admin/login)"

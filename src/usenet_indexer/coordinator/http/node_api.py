@@ -21,7 +21,7 @@ from usenet_indexer.articles import ChunkSpan, chunk_spans
 from usenet_indexer.catalog.batch_store import store_batch
 from usenet_indexer.coordinator.http.metrics import Metrics
 from usenet_indexer.coordinator.http.network import RequestRefused
-from usenet_indexer.coordinator.http.state import Config, Meter, Streams, Svc
+from usenet_indexer.coordinator.http.state import Config, Meter, Streams, Svc, services_in
 from usenet_indexer.coordinator.http.streams import StreamSlot
 from usenet_indexer.coordinator.registries.nodes import NodeDisabled, Unauthorized
 from usenet_indexer.coordinator.wiring import Services
@@ -81,7 +81,7 @@ def lease_body(lease: RangeLease) -> dict[str, Any]:
 
 def authenticated_node(request: Request) -> int:
     """The node whose bearer token the request carries: 401 without a valid one, 403 when disabled."""
-    services: Services = request.app.state.services
+    services = services_in(request)
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     try:

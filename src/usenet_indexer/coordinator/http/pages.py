@@ -14,7 +14,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from usenet_indexer.coordinator.http.sessions import current_session
-from usenet_indexer.coordinator.wiring import Services
+from usenet_indexer.coordinator.http.state import services_in
 from usenet_indexer.indexing.categories import NAMES
 from usenet_indexer.readable import ago, human_bytes, human_number, timestamp
 
@@ -45,7 +45,7 @@ def environment() -> Environment:
 
 def render(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
     """A page of the app's templates (``app.state.pages``), with who is signed in."""
-    services: Services = request.app.state.services
+    services = services_in(request)
     env: Environment = request.app.state.pages
     session = current_session(services, request)
     html = env.get_template(template).render(

@@ -19,14 +19,18 @@ from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.settings import Settings
 
 
-async def services_of(request: Request) -> Services:
+def services_in(request: Request) -> Services:
+    """The app's services, for code that has the request in hand (a dependency of its own, a page)."""
     services: Services = request.app.state.services
     return services
 
 
+async def services_of(request: Request) -> Services:
+    return services_in(request)
+
+
 async def settings_of(request: Request) -> Settings:
-    services: Services = request.app.state.services
-    return services.settings
+    return services_in(request).settings
 
 
 async def metrics_of(request: Request) -> Metrics:

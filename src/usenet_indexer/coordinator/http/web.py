@@ -43,9 +43,8 @@ from usenet_indexer.coordinator.http.sessions import (
     close_session,
     open_session,
 )
-from usenet_indexer.coordinator.http.state import Svc
+from usenet_indexer.coordinator.http.state import Svc, services_in
 from usenet_indexer.coordinator.registries.users import ApiUser, LimitReached
-from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.indexing import SegmentBlobError, unpack_segments
 from usenet_indexer.logs import get_logger
 
@@ -150,7 +149,7 @@ def login_page(
     error: str | None = None,
     after: str = "",
 ) -> HTMLResponse:
-    services: Services = request.app.state.services
+    services = services_in(request)
     return render(
         request,
         "login.html",
