@@ -8,7 +8,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -22,6 +23,19 @@ def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
             return
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+@contextmanager
+def reaped(process: subprocess.Popen[bytes]) -> Iterator[subprocess.Popen[bytes]]:
+    """``process``, killed and waited for if the test leaves it running (an assertion failed first).
+    A Popen collected while its process runs warns, and with warnings as errors that fails whichever
+    test is running then: in CI (stop 23) one failed kill test failed the next test too."""
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
 
 
 def environment(pid: int) -> dict[str, str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.processes import settings_env, supervised_by
+from tests.e2e.processes import reaped, settings_env, supervised_by
 from tests.support.generated import stored_catalog
 from tests.support.store import query
 from usenet_indexer.db import connect
@@ -139,14 +139,14 @@ def test_run_interrupted_by_ctrl_c_resumes_to_the_same_catalog(
 
     # Interrupted: SIGINT once a few batches are stored, long before the end.
     log = tmp_path / "interrupted.log"
-    first = start_run(interrupted, tmp_path / "a", slow_server.port, log)
-    deadline = time.monotonic() + 120
-    while counts(interrupted).get("batches", 0) < 3:
-        assert first.poll() is None, log.read_text()[-4000:]
-        assert time.monotonic() < deadline, f"no batches stored:\n{log.read_text()[-4000:]}"
-        time.sleep(0.05)
-    first.send_signal(signal.SIGINT)
-    finish(first, log, 60)
+    with reaped(start_run(interrupted, tmp_path / "a", slow_server.port, log)) as first:
+        deadline = time.monotonic() + 120
+        while counts(interrupted).get("batches", 0) < 3:
+            assert first.poll() is None, log.read_text()[-4000:]
+            assert time.monotonic() < deadline, f"no batches stored:\n{log.read_text()[-4000:]}"
+            time.sleep(0.05)
+        first.send_signal(signal.SIGINT)
+        finish(first, log, 60)
     after = counts(interrupted)
     assert after.get("leased", 0) == 0, after  # every range given back
     assert after.get("planned", 0) > 0, f"the run was not interrupted in its middle: {after}"
@@ -192,15 +192,15 @@ def test_workers_do_not_outlive_a_killed_run(
     url = f"sqlite:///{tmp_path / 'killed.db'}"
     add_groups(url, tmp_path / "k", feed)
     log = tmp_path / "killed.log"
-    process = start_run(url, tmp_path / "k", slow_server.port, log)
-    deadline = time.monotonic() + 60
-    while counts(url).get("leased", 0) == 0:
-        assert process.poll() is None and time.monotonic() < deadline, log.read_text()[-4000:]
-        time.sleep(0.05)
-    workers = supervised_by(process.pid)
-    assert len(workers) == 2
-    process.kill()
-    process.wait(10)
+    with reaped(start_run(url, tmp_path / "k", slow_server.port, log)) as process:
+        deadline = time.monotonic() + 60
+        while counts(url).get("leased", 0) == 0:
+            assert process.poll() is None and time.monotonic() < deadline, log.read_text()[-4000:]
+            time.sleep(0.05)
+        workers = supervised_by(process.pid)
+        assert len(workers) == 2
+        process.kill()
+        process.wait(10)
     deadline = time.monotonic() + 20
     while supervised_by(process.pid):
         assert time.monotonic() < deadline, f"workers still running: {supervised_by(process.pid)}"
