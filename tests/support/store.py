@@ -27,6 +27,9 @@ def test_settings(database_url: str, data_dir: Path, **overrides: Any) -> Settin
     return Settings(**values)
 
 
+ADMIN_PASSWORD = "correct horse battery staple"  # the admin of tests/integration/conftest.py
+
+
 def services_for(database_url: str, data_dir: Path, **overrides: Any) -> Services:
     return open_services(test_settings(database_url, data_dir, **overrides), migrate=False)
 

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from tests.support.store import query, services_for
+from tests.support.store import ADMIN_PASSWORD, query
 from usenet_indexer.cli import app as cli_app
 from usenet_indexer.coordinator.http.app import create_app
 from usenet_indexer.coordinator.registries.operations import Operations, Refused
@@ -21,15 +20,6 @@ from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.leases.planning import Backfill
 
 GROUP = "alt.binaries.ops"
-ADMIN_PASSWORD = "the operations tests' admin password"
-
-
-@pytest.fixture
-def services(database_url: str, tmp_path: Path) -> Iterator[Services]:
-    built = services_for(database_url, tmp_path, admin_password=ADMIN_PASSWORD)
-    built.rules.ensure_default()
-    yield built
-    built.close()
 
 
 @pytest.fixture

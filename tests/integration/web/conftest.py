@@ -2,26 +2,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
 from tests.support.catalog import fill_catalog
-from tests.support.store import services_for
 from usenet_indexer.coordinator.http.app import create_app
 from usenet_indexer.coordinator.wiring import Services
 
 GROUP = "alt.binaries.generated"
-ADMIN_PASSWORD = "correct horse battery staple"
-
-
-@pytest.fixture
-def services(database_url: str, tmp_path: Path) -> Iterator[Services]:
-    built = services_for(database_url, tmp_path, admin_password=ADMIN_PASSWORD)
-    built.rules.ensure_default()
-    yield built
-    built.close()
 
 
 @pytest.fixture

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.web.conftest import ADMIN_PASSWORD, GROUP
+from tests.integration.web.conftest import GROUP
 from tests.support.live import live_coordinator
-from tests.support.store import query
+from tests.support.store import ADMIN_PASSWORD, query
 from usenet_indexer.catalog.search import SearchQuery
 from usenet_indexer.coordinator.wiring import Services
 

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.web.conftest import ADMIN_PASSWORD, GROUP
+from tests.integration.web.conftest import GROUP
 from tests.integration.web.test_browser import ARTIFACTS, page  # noqa: F401  (the Chromium page fixture)
 from tests.support.catalog import fill_catalog
 from tests.support.contrast import AA_TEXT, contrast_ratio
 from tests.support.live import live_coordinator
-from tests.support.store import services_for
+from tests.support.store import ADMIN_PASSWORD, services_for
 from usenet_indexer.coordinator.http.charts import CHART_BUCKETS, CHART_HEIGHT, CHART_WIDTH
 from usenet_indexer.coordinator.http.dashboard import dashboard
 from usenet_indexer.coordinator.wiring import Services

@@ -12,8 +12,8 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from tests.integration.web.conftest import ADMIN_PASSWORD, GROUP
-from tests.support.store import query
+from tests.integration.web.conftest import GROUP
+from tests.support.store import ADMIN_PASSWORD, query
 from usenet_indexer.cli import app as cli_app
 from usenet_indexer.coordinator.http.access import MAX_FORM_BYTES
 from usenet_indexer.coordinator.wiring import Services
