@@ -5,7 +5,7 @@ from __future__ import annotations
 
 class Fenced(Exception):
     """A transaction that began by checking its ownership lease found the lease no longer held: it
-    wrote nothing, and the loop it belongs to must stop (coordinator/loops.py). Here, not in the db
+    wrote nothing, and the loop it belongs to must stop (coordinator/loops/runner.py). Here, not in the db
     package (which re-exports it): an edge worker imports this module for its errors, and importing
     the store (sqlite3, the SQL files) was ~25 ms of each worker's start."""
 

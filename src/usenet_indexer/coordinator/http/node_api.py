@@ -43,6 +43,7 @@ MAX_ID = 2**63 - 1
 Id = Annotated[int, Path(ge=1, le=MAX_ID)]
 Epoch = Annotated[int, Query(ge=1, le=MAX_ID, description="The lease's epoch (fencing token)")]
 LaneParam = Annotated[str, Query(description="history or tail")]
+WindowAt = Annotated[int, Query(ge=1, le=MAX_ID, description="The article the window stands at")]
 Reclaim = Annotated[
     bool,
     Query(description="Given back by the supervisor of a worker that died (logged as 'reclaimed')"),
@@ -288,7 +289,7 @@ async def put_snapshot(
     epoch: Epoch,
     request: Request,
     node_id: Node,
-    next: Annotated[int, Query(ge=1, le=MAX_ID, description="The article the window stands at")],
+    next: WindowAt,
     services: Svc,
     settings: Config,
 ) -> dict[str, Any]:
@@ -334,7 +335,7 @@ async def flush_lane(
     epoch: Epoch,
     request: Request,
     node_id: Node,
-    next: Annotated[int, Query(ge=1, le=MAX_ID, description="The article the window stands at")],
+    next: WindowAt,
     services: Svc,
     settings: Config,
 ) -> dict[str, Any]:

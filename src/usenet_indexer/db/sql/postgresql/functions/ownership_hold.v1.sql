@@ -1,4 +1,4 @@
--- A loop's write transaction starts with this (coordinator/loops.py): the loop's ownership lease must
+-- A loop's write transaction starts with this (coordinator/loops/runner.py): the loop's ownership lease must
 -- be held by this holder at this epoch and not expired at the database's clock (or p_now, a test's
 -- injected clock: leases/ownership.py), else the transaction
 -- fails with SQLSTATE UI001 (read as OwnershipLost). The row is share-locked until the transaction
