@@ -31,7 +31,7 @@ catalog from before grouping existed is worked through in transactions of bounde
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from usenet_indexer.catalog.batch_store import (
@@ -111,6 +111,35 @@ def settled_of(tx: Tx, group: Row, files: list[LooseFile]) -> Settled:
     )
 
 
+class BurstsFinal:
+    """Whether a burst of the group's loose files (or runs) is final: final in the group, and in every
+    other group its files were posted to. A cross-post is stored under its first group's name, but its
+    articles carry the numbers of whichever group's range indexed them, so the group's own ranges can
+    call a burst final while another group's range holding its articles is still unread. Joined then,
+    a release's files went to a burst of their own, and the catalog depended on when the loop ran: a
+    ``run`` killed and run again ended with a release different from an uninterrupted run's (issue 17's
+    recovery test found it). A group not indexed here brings no articles, and is not asked."""
+
+    def __init__(self, tx: Tx, group: Row, files: list[LooseFile]) -> None:
+        self._tx = tx
+        self._files = files
+        self._name = str(group["name"])
+        self._settled: dict[str, Settled | None] = {self._name: settled_of(tx, group, files)}
+
+    def __call__(self, burst: Sequence[LooseFile]) -> bool:
+        names = sorted({g for f in burst for g in f.groups} - {self._name})
+        return all(settled.final(burst) for settled in self._of([self._name, *names]))
+
+    def _of(self, names: list[str]) -> Iterator[Settled]:
+        for name in names:
+            if name not in self._settled:
+                other = self._tx.one("group_by_name", {"name": name})
+                self._settled[name] = None if other is None else settled_of(self._tx, other, self._files)
+            settled = self._settled[name]
+            if settled is not None:
+                yield settled
+
+
 def retention_of(group: Row, full: bool) -> Retention:
     """What lets a group's loose files and runs go without their bursts final (``Retention``)."""
     low, high = group["low_water"], group["high_water"]
@@ -130,6 +159,7 @@ def loose_files(tx: Tx, group_name: str) -> list[LooseFile]:
             last_article=int(r["last_article"]),
             first_date=None if r["first_date"] is None else int(r["first_date"]),
             last_date=None if r["last_date"] is None else int(r["last_date"]),
+            groups=tuple(str(r["groups"] or "").split()),
         )
         for r in tx.run("loose_in_group", {"group_name": group_name})
     ]
@@ -147,6 +177,7 @@ def loose_runs(tx: Tx, group_name: str) -> tuple[list[LooseFile], dict[str, tupl
             last_article=int(r["last_article"]),
             first_date=None if r["first_date"] is None else int(r["first_date"]),
             last_date=None if r["last_date"] is None else int(r["last_date"]),
+            groups=tuple(str(r["groups"] or "").split()),
         )
         for r in rows
     ]
@@ -203,8 +234,8 @@ class Grouper:
                     continue
                 files = loose_files(tx, name)
                 runs, _ = loose_runs(tx, name)
-                settled = settled_of(tx, group, files + runs)
-                count += sum(len(burst) for burst in bursts(files + runs) if settled.final(burst))
+                final = BurstsFinal(tx, group, files + runs)
+                count += sum(len(burst) for burst in bursts(files + runs) if final(burst))
         return count
 
     def group(self, group_name: str) -> GroupingRound:
@@ -221,12 +252,12 @@ class Grouper:
             files = loose_files(tx, group_name)
             if not files:
                 return out
-            settled = settled_of(tx, group, files)
+            is_final = BurstsFinal(tx, group, files)
             retention = retention_of(group, full)
             keys: list[str] = []
             let_go: list[str] = []
             for burst in bursts(files):
-                final = settled.final(burst)
+                final = is_final(burst)
                 if not final and not retention.lets_go(burst, final):
                     continue
                 taken = len(keys) + len(let_go)
@@ -269,11 +300,11 @@ class Grouper:
             files, sizes = loose_runs(tx, group_name)
             if not files:
                 return out
-            settled = settled_of(tx, group, files)
+            is_final = BurstsFinal(tx, group, files)
             retention = retention_of(group, full)
             taken = 0
             for burst in bursts(files):
-                final = settled.final(burst)
+                final = is_final(burst)
                 gone = retention.lets_go(burst, final)
                 if not final and not gone:
                     continue
@@ -349,4 +380,12 @@ class Grouper:
         )
 
 
-__all__ = ["MAX_MEMBERS", "Grouper", "GroupingRound", "loose_files", "loose_runs", "settled_of"]
+__all__ = [
+    "MAX_MEMBERS",
+    "BurstsFinal",
+    "Grouper",
+    "GroupingRound",
+    "loose_files",
+    "loose_runs",
+    "settled_of",
+]

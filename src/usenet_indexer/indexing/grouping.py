@@ -75,6 +75,10 @@ class LooseFile:
     first_date: int | None
     last_date: int | None
     index: int = -1  # the file's k; -1 where not read yet (the catalog's light rows)
+    # Every group it was posted to (Xref), its own included; () when only its own is known. A
+    # cross-post's articles are numbered in whichever group's range indexed them: its burst is
+    # final only when final in each of these groups (catalog/grouping.py).
+    groups: tuple[str, ...] = ()
 
     def order(self) -> tuple[int, int, str]:
         return (self.first_article, self.last_article, self.key)
@@ -98,6 +102,7 @@ def loose_file(release: ReleaseFragment) -> LooseFile:
         first_date=release.first_date,
         last_date=release.last_date,
         index=release.files[0].index if release.files else 0,
+        groups=release.groups,
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import random
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -265,6 +266,68 @@ def test_loose_files_read_through_a_lane_are_joined_once_flushed(database_url: s
             assert run_lanes(second, "history", max_ranges=100) >= 1  # to the end, then flushed
             second.close()
             second.client.close()
+        done = Grouper(services.db).run_once()
+        assert done.joined == sum(1 for r in posting.releases if not r.named)
+        assert found(services.db) == posting.expected()
+    finally:
+        services.close()
+
+
+def test_a_cross_posted_burst_waits_for_every_group_it_was_posted_to(
+    database_url: str, tmp_path: Path
+) -> None:
+    """Loose files cross-posted to GROUP and a later group, indexed from the later group's range: stored
+    under GROUP's name (the first of their groups) with the later group's article numbers. GROUP's own
+    ranges are read to its high watermark and the posting is old, so GROUP alone calls the burst final;
+    the later group's range holding the rest of its files is unread, and joining now split the release
+    (a `run` killed and run again ended with another catalog than an uninterrupted one: issue 17)."""
+    other = GROUP + ".zz"  # sorts after GROUP: the releases are stored under GROUP's name
+    services = services_for(database_url, tmp_path)
+    try:
+        rng = random.Random(21)
+        posting = post_random(
+            plan_random(rng, 4, posters=("solo@example.com",)),
+            rng,
+            group=other,
+            first=1,
+            start_time=int(time.time()) - 3 * 86_400,
+        )
+        articles = [replace(a, groups=(GROUP, other)) for a in posting.posting.articles]
+        lines = {a.number: overview_line(a, numbers=(a.number + 50_000, a.number)) for a in articles}
+        end = posting.posting.last
+        half = end // 2
+        services.groups.add(GROUP)
+        other_id = services.groups.add(other)
+        services.groups.plan(GROUP, 1, 10)  # GROUP read to its high watermark, long ago
+        services.groups.plan(other, 1, end + GAP_ARTICLES + 1)
+        read = "UPDATE ranges SET status = 'done', next_id = end_id + 1 WHERE group_id <> :g"
+        query(services.db, read, {"g": other_id})
+
+        def index(start: int, stop: int) -> None:
+            indexer = RangeIndexer(other, start, stop, start, default_rules())
+            indexer.add_text(chunk_text([lines[n] for n in range(start, stop + 1) if n in lines]), stop + 1)
+            indexer.finish()
+            with services.db.transaction() as tx:
+                store_batch(tx, other_id, other, indexer.take())
+
+        index(1, half)  # the first half stored; the rest of the other group's range still to read
+        stored_to = {"n": half + 1, "g": other_id}
+        query(
+            services.db,
+            "UPDATE ranges SET status = 'done', next_id = end_id + 1 WHERE group_id = :g AND end_id < :n",
+            stored_to,
+        )
+        query(
+            services.db,
+            "UPDATE ranges SET next_id = :n WHERE group_id = :g AND start_id <= :n AND end_id >= :n",
+            stored_to,
+        )
+        stored = query(services.db, "SELECT DISTINCT group_name FROM releases")
+        assert stored == [{"group_name": GROUP}]
+        assert Grouper(services.db).pending() == 0
+        assert Grouper(services.db).run_once().joined == 0
+        index(half + 1, end + GAP_ARTICLES + 1)
+        query(services.db, "UPDATE ranges SET status = 'done', next_id = end_id + 1")
         done = Grouper(services.db).run_once()
         assert done.joined == sum(1 for r in posting.releases if not r.named)
         assert found(services.db) == posting.expected()

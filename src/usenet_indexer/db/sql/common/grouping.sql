@@ -8,7 +8,7 @@ WHERE files_seen = 1 AND file_total > 1 AND obfuscated AND NOT loose_settled
 ORDER BY group_name
 
 -- name: loose_in_group
-SELECT key, poster, file_total, first_article, last_article, first_date, last_date FROM releases
+SELECT key, poster, file_total, first_article, last_article, first_date, last_date, groups FROM releases
 WHERE group_name = :group_name
   AND files_seen = 1 AND file_total > 1 AND obfuscated AND NOT loose_settled
 
@@ -61,7 +61,8 @@ WHERE key = :key
 SELECT DISTINCT group_name FROM loose_runs ORDER BY group_name
 
 -- name: runs_in_group
-SELECT key, poster, first_article, last_article, first_date, last_date, articles, max_size FROM loose_runs
+SELECT key, poster, first_article, last_article, first_date, last_date, articles, max_size, groups
+FROM loose_runs
 WHERE group_name = :group_name
 
 -- name: run_delete
