@@ -26,6 +26,7 @@ from tests.e2e.processes import (
     free_port,
     reaped,
     settings_env,
+    supervised_by,
     wait_for,
 )
 from tests.e2e.test_run import add_groups, catalog_and_audit, finish, start_run
@@ -176,6 +177,65 @@ def test_a_worker_killed_under_run_is_recovered_in_seconds(
     recovered, expected = catalog_and_audit(killed, ttl=TTL), catalog_and_audit(reference)
     assert len(recovered) == len(expected) > 100
     assert recovered == expected
+    db = connect(reference)
+    try:
+        assert query(db, "SELECT sum(headers) AS n FROM ranges")[0]["n"] == headers
+    finally:
+        db.close()
+
+
+def test_a_run_killed_outright_is_resumed_at_once_by_the_next(tmp_path: Path, feed: SampleFeed) -> None:
+    """``run`` SIGKILLed mid-range (the OOM killer, a power cut): its workers die with it and its loops
+    stop unreleased. The next ``run`` gives its worker slots' leases back at once (their tokens are
+    replaced: nobody can use them) and takes the loops over from the dead process at once, where it
+    waited out both TTLs: a 12 s job took 126 s (issue 17). The TTLs here are 600 s: waiting for either
+    fails the test."""
+    killed, reference = (f"sqlite:///{tmp_path / name}.db" for name in ("killed", "reference"))
+    for url, folder in ((killed, "a"), (reference, "b")):
+        add_groups(url, tmp_path / folder, feed)
+    ttls = {"lease_ttl_seconds": TTL, "ownership_ttl_seconds": TTL}
+    with SampleServer(feed, script=Script(reply_delay=0.25)) as slow:
+        log = tmp_path / "killed.log"
+        db = connect(killed)
+        try:
+            with reaped(start_run(killed, tmp_path / "a", slow.port, log, **ttls)) as first:
+                wait_for(
+                    lambda: bool(
+                        query(db, "SELECT 1 FROM ranges WHERE status = 'leased' AND next_id > start_id")
+                    ),
+                    90,
+                    "a range leased with a batch stored",
+                )
+                first.kill()
+                first.wait(10)
+            wait_for(lambda: not supervised_by(first.pid), 30, "the killed run's workers to exit")
+            leased = query(db, "SELECT id, epoch FROM ranges WHERE status = 'leased'")
+            dead = {(int(r["id"]), int(r["epoch"])) for r in leased}
+        finally:
+            db.close()
+    assert dead
+
+    with SampleServer(feed) as fast:
+        log = tmp_path / "resumed.log"
+        with reaped(start_run(killed, tmp_path / "a", fast.port, log, "--exit-when-done", **ttls)) as second:
+            finish(second, log, 240)
+        output = log.read_text()
+        assert "run.earlier_leases_given_back" in output
+        db = connect(killed)
+        try:
+            # Given back; or finished, when the dead worker had stored its range's last batch.
+            assert {lease_end(db, *lease) for lease in dead} <= {"reclaimed", "finished"}
+            ends = {str(r["end_reason"]) for r in query(db, "SELECT DISTINCT end_reason FROM lease_log")}
+            headers = query(db, "SELECT sum(headers) AS n FROM ranges")[0]["n"]
+        finally:
+            db.close()
+        assert "expired" not in ends
+        log = tmp_path / "reference.log"
+        with reaped(start_run(reference, tmp_path / "b", fast.port, log, "--exit-when-done")) as run:
+            finish(run, log, 240)
+    resumed, expected = catalog_and_audit(killed, ttl=TTL), catalog_and_audit(reference)
+    assert len(resumed) == len(expected) > 100
+    assert resumed == expected
     db = connect(reference)
     try:
         assert query(db, "SELECT sum(headers) AS n FROM ranges")[0]["n"] == headers

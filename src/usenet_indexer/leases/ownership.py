@@ -10,7 +10,8 @@ the holder of its lease. The invariants, none of which may be dropped:
 3. **Fencing**: every operation names the epoch it was granted; a mismatch means someone else took
    over, and the caller must stop its loop (self-fencing) instead of writing on.
 
-Listing expired leases is for inspection only: taking over happens through ``acquire`` alone.
+Listing expired leases is for inspection only: taking over happens through ``acquire`` alone (after the
+TTL, or at once from a holder proven gone, by the same compare-and-set).
 
 A loop's writes are fenced too (``OwnershipFence``): each write transaction starts by checking, in the
 database, that this holder still holds the loop at its epoch, and keeps the lease's row share-locked
@@ -94,8 +95,14 @@ class OwnershipLeases:
     def epoch(self, name: str) -> int | None:
         return self._held.get(name)
 
-    def acquire(self, name: str, meta: Mapping[str, Any] | None = None) -> Claim:
-        """Claim ``name`` if it is free or expired; ``ok=False`` means someone holds it: back off."""
+    def acquire(
+        self, name: str, meta: Mapping[str, Any] | None = None, *, gone: Callable[[str], bool] | None = None
+    ) -> Claim:
+        """Claim ``name`` if it is free or expired; ``ok=False`` means someone holds it: back off.
+
+        ``gone(holder)`` may prove the live holder dead (its process no longer exists): the lease is
+        then claimed at once instead of after its TTL, still by compare-and-set, on the holder and
+        epoch just read. A coordinator killed outright left every loop to wait 30 s (issue 17)."""
         params = {
             "name": name,
             "holder": self.holder,
@@ -104,16 +111,27 @@ class OwnershipLeases:
             "meta": json.dumps(dict(meta or {}), sort_keys=True),
         }
 
+        def claimed(row: Row, started: float) -> Claim:
+            self._held[name] = int(row["epoch"])
+            self._renewed[name] = started
+            return Claim(True, name, int(row["epoch"]), self.holder, float(row["expires_at"]))
+
         def claim(tx: Tx) -> Claim:
             tx.execute("ownership_ensure", params)
             started = time.monotonic()
             row = tx.one("ownership_claim", params)
             if row is not None:
-                self._held[name] = int(row["epoch"])
-                self._renewed[name] = started
-                return Claim(True, name, int(row["epoch"]), self.holder, float(row["expires_at"]))
+                return claimed(row, started)
             current = tx.one("ownership_get", params)
             assert current is not None
+            holder, epoch = current["holder"], int(current["epoch"])
+            if holder is not None and holder != self.holder and gone is not None and gone(str(holder)):
+                started = time.monotonic()
+                taken = tx.one("ownership_take_over", {**params, "gone_holder": holder, "gone_epoch": epoch})
+                if taken is not None:
+                    return claimed(taken, started)
+                current = tx.one("ownership_get", params)  # claimed by another in between: who
+                assert current is not None
             return Claim(False, name, int(current["epoch"]), current["holder"], _float(current["expires_at"]))
 
         return self.db.retrying(claim)

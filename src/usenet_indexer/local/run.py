@@ -46,6 +46,7 @@ from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.edge.client import NodeClient
 from usenet_indexer.edge.main import DEFAULT_BATCH_ARTICLES, EdgeOptions
 from usenet_indexer.edge.supervisor import GIVE_BACK_RETRIES, supervise
+from usenet_indexer.leases.errors import LeaseLost
 from usenet_indexer.local.progress import ProgressReader, Snapshot
 from usenet_indexer.local.view import View
 from usenet_indexer.logs import get_logger
@@ -87,6 +88,32 @@ def worker_name(slot: int) -> str:
     """The node name of worker ``slot`` of this machine's ``run``."""
     host = re.sub(r"[^A-Za-z0-9._-]", "-", socket.gethostname().split(".")[0]) or "local"
     return f"{host[:48]}-worker-{slot}"
+
+
+def reclaim_earlier_run(services: Services, node_id: int, name: str) -> None:
+    """Give back what a worker slot's node still holds from an earlier ``run`` that was killed
+    outright (SIGKILL, the OOM killer, a power cut). Its token was just replaced, so no worker can
+    call with it again: the leases are dead. Waiting out their TTL, they held both of a group's lease
+    slots and the next run indexed nothing for 120 s where the whole group took 12 (issue 17).
+
+    Each give-back is conditional on node and epoch, as a supervisor's is (a range read to its end is
+    finished instead); called before the server answers, so none of this run's own leases can be in
+    the list. Ranges first: a lane's next holder waits while the lane's range is held."""
+    given = 0
+    for range_id, epoch in services.ranges.of_node(node_id):
+        try:
+            services.ranges.release(range_id, node_id, epoch, reclaim=True)
+            given += 1
+        except LeaseLost:
+            pass  # ended meanwhile (expired and taken over): nothing to give back
+    for group_id, lane, epoch in services.lanes.of_node(node_id):
+        try:
+            services.lanes.release(group_id, node_id, lane, epoch, reclaim=True)
+            given += 1
+        except LeaseLost:
+            pass
+    if given:
+        log.info("run.earlier_leases_given_back", node=name, leases=given)
 
 
 class LocalRun:
@@ -143,7 +170,8 @@ class LocalRun:
         for slot, name in enumerate(self.worker_names, start=1):
             # A node of its own per worker slot, with this run's token: a worker of an earlier run
             # cannot post. Stored before the server answers the workers' first requests.
-            services.nodes.issue(name, tokens[slot])
+            node_id, _ = services.nodes.issue(name, tokens[slot])
+            reclaim_earlier_run(services, node_id, name)
         if self._socket is None:
             self._listen()
         self._start_server()

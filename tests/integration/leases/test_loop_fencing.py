@@ -32,7 +32,12 @@ def write(db: Database, fence: Fence, group_id: int, note: str) -> float:
     return float(row["now"])
 
 
-def test_a_claim_waits_for_a_fenced_write_and_fences_the_next(services: Services, group_id: int) -> None:
+@pytest.mark.parametrize("takeover", ["expired", "holder-gone"])
+def test_a_claim_waits_for_a_fenced_write_and_fences_the_next(
+    services: Services, group_id: int, takeover: str
+) -> None:
+    """The claim after the TTL, or at once from a holder proven gone (loops/runner.py holder_gone):
+    either waits for the write in flight, and the first coordinator's next write is fenced."""
     db = services.db
     first = OwnershipLeases(db, "coordinator-1", ttl_seconds=30.0, renew_seconds=10.0)
     second = OwnershipLeases(db, "coordinator-2", ttl_seconds=30.0, renew_seconds=10.0)
@@ -42,8 +47,12 @@ def test_a_claim_waits_for_a_fenced_write_and_fences_the_next(services: Services
     try:
         writer = script.spawn("A", write, db, fence, group_id, "from the first")
         script.run(writer, until="COMMIT")  # checked and written, not committed yet
-        db.move_clock(31.0)  # the first's lease expires while its write is in flight
-        claim = script.spawn("B", second.acquire, "planner")
+        if takeover == "expired":
+            db.move_clock(31.0)  # the first's lease expires while its write is in flight
+            claim = script.spawn("B", second.acquire, "planner")
+        else:
+            gone = {"coordinator-1"}.__contains__  # the first's process proven gone
+            claim = script.spawn("B", second.acquire, "planner", gone=gone)
         script.run(claim)
         assert claim.state == "blocked"  # the write's check holds the lease until it commits
         script.free(writer)

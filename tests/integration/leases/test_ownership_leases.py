@@ -6,6 +6,7 @@ import threading
 
 import pytest
 
+from tests.support.interleave import Interleaving
 from usenet_indexer.db import Database
 from usenet_indexer.leases.ownership import OwnershipLeases
 
@@ -100,3 +101,63 @@ def test_concurrent_claims_have_exactly_one_winner(db: Database) -> None:
     for t in threads:
         t.join()
     assert sorted(results) == [False] * 7 + [True]
+
+
+def test_a_holder_proven_gone_is_taken_over_at_once_and_fenced(db: Database) -> None:
+    clock = Clock()
+    a = OwnershipLeases(db, "host:101:aaaaaa", ttl_seconds=30, renew_seconds=10, clock=clock)
+    b = OwnershipLeases(db, "host:202:bbbbbb", ttl_seconds=30, renew_seconds=10, clock=clock)
+    asked: list[str] = []
+
+    def gone(holder: str) -> bool:
+        asked.append(holder)
+        return holder == "host:101:aaaaaa"
+
+    assert a.acquire("planner", gone=gone).ok
+    assert asked == []  # a free lease is claimed without asking
+    assert not b.acquire("planner", gone=lambda holder: False).ok  # not proven gone: the TTL decides
+    taken = b.acquire("planner", gone=gone)
+    assert (taken.ok, taken.epoch, taken.holder) == (True, 2, "host:202:bbbbbb")
+    assert asked == ["host:101:aaaaaa"]
+    assert a.renew_all() == ["planner"]  # a's epoch is stale: it stops its loop
+    # The live holder is never taken from, however its name reads.
+    assert not a.acquire("planner", gone=lambda holder: False).ok
+    assert not b.acquire("planner", gone=gone).ok  # b's own live lease: never "gone", not claimed twice
+    assert asked == ["host:101:aaaaaa"]
+    assert b.holdings() == {"planner": 2}
+
+
+def test_a_takeover_from_a_gone_holder_loses_to_a_claim_in_between(db: Database) -> None:
+    """Another coordinator claims the lease (its TTL ran out) between the read of the gone holder and
+    the takeover: the takeover's compare-and-set names that holder and epoch, and changes nothing. On
+    SQLite the claim cannot come in between (the takeover's transaction holds the write lock from its
+    start): it waits, and finds the lease taken."""
+    a = OwnershipLeases(db, "host:101:aaaaaa", ttl_seconds=30, renew_seconds=10)
+    b = OwnershipLeases(db, "host:202:bbbbbb", ttl_seconds=30, renew_seconds=10)
+    c = OwnershipLeases(db, "host:303:cccccc", ttl_seconds=30, renew_seconds=10)
+    assert a.acquire("planner").ok
+    script = Interleaving(db)
+    try:
+        taking = script.spawn("B", b.acquire, "planner", gone=lambda holder: holder == "host:101:aaaaaa")
+        script.run(taking, until="ownership_take_over")
+        db.move_clock(31.0)  # a's lease expires: c may claim it the ordinary way
+        claiming = script.spawn("C", c.acquire, "planner")
+        script.run(claiming)
+        if db.dialect == "postgresql":
+            assert claiming.done and claiming.outcome().ok
+            script.free(taking)
+            lost = taking.outcome()
+            assert (lost.ok, lost.holder) == (False, "host:303:cccccc")
+            winner, epoch = c, 2
+        else:
+            assert claiming.state == "blocked"
+            script.free(taking)
+            assert taking.outcome().ok
+            script.free(claiming)
+            assert not claiming.outcome().ok
+            winner, epoch = b, 2
+    finally:
+        script.close()
+    assert winner.holdings() == {"planner": epoch}
+    assert not a.renew("planner")
+    assert [o.holder for o in a.mine()] == []

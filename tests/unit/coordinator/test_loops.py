@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from usenet_indexer.coordinator.loops.runner import LoopRunner
+from usenet_indexer.coordinator.loops.runner import LoopRunner, holder_gone, holder_name
 from usenet_indexer.db import Fenced
 from usenet_indexer.leases.ownership import Claim
 
@@ -26,7 +29,7 @@ class FakeOwnership:
     held: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def acquire(self, name: str, meta: Any = None) -> Claim:
+    def acquire(self, name: str, meta: Any = None, gone: Any = None) -> Claim:
         lost = self.lose_after is not None and self.renewals >= self.lose_after
         with self.lock:
             self.events.append(("acquire" if not lost else "refused", time.monotonic()))
@@ -134,3 +137,19 @@ def test_a_work_is_due_by_the_runners_clock_not_the_real_one() -> None:
         assert works == [1_000.0, 4_600.0]
     finally:
         runner.stop()
+
+
+def test_a_holder_is_gone_only_when_its_process_on_this_host_no_longer_exists() -> None:
+    host = socket.gethostname()
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert not holder_gone(f"{host}:{child.pid}:abcdef")  # alive
+    finally:
+        child.kill()
+        child.wait()
+    assert holder_gone(f"{host}:{child.pid}:abcdef")  # reaped: no such process
+    assert not holder_gone(f"another-{host}:{child.pid}:abcdef")  # another host's: the TTL decides
+    assert not holder_gone(holder_name())  # this process
+    assert not holder_gone(f"{host}:1:abcdef")  # exists (init)
+    for malformed in ("", host, f"{host}:", f"{host}:x:abc", f"{host}:-5:abc", f"{host}:0:abc"):
+        assert not holder_gone(malformed)

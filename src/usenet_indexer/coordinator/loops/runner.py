@@ -35,6 +35,31 @@ def holder_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
+def holder_gone(holder: str) -> bool:
+    """Whether ``holder`` (a ``holder_name``) is proven dead: named by this host, and its process no
+    longer exists. A coordinator killed outright (``kill -9`` of ``run``, the OOM killer) is restarted
+    on the same machine, and its loops waited out their 30 s lease doing nothing (issue 17).
+
+    Anything else is not proof, and the lease's TTL decides: another host's holder, a pid that exists
+    (even reused by another program). Wrongly proven (two machines of one name sharing a database,
+    or a pid namespace of its own), a live holder only loses the loop to this coordinator: its next
+    fenced write or renewal finds the new epoch, and it stops the loop (self-fencing)."""
+    host, _, rest = holder.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False  # exists, someone else's (EPERM)
+    return False
+
+
 @dataclass
 class Loop:
     name: str
@@ -123,7 +148,8 @@ class LoopRunner:
         while not self._stop.is_set():
             try:
                 if not loop.holding:
-                    loop.holding = self.ownership.acquire(loop.name, {"period": loop.period_seconds}).ok
+                    meta = {"period": loop.period_seconds}
+                    loop.holding = self.ownership.acquire(loop.name, meta, gone=holder_gone).ok
                     if loop.holding:
                         log.info("loop.acquired", loop=loop.name, holder=self.ownership.holder)
                 if loop.holding and not self.ownership.fresh(loop.name):
