@@ -205,3 +205,38 @@ def test_workers_do_not_outlive_a_killed_run(
     while supervised_by(process.pid):
         assert time.monotonic() < deadline, f"workers still running: {supervised_by(process.pid)}"
         time.sleep(0.2)
+
+
+def test_a_second_run_of_the_machine_on_one_database_refuses_to_start(
+    tmp_path: Path, feed: SampleFeed, slow_server: SampleServer
+) -> None:
+    """A second ``run`` on the database a running one uses (another data directory, the same
+    PostgreSQL, or the same SQLite file) would replace the first's workers' tokens and give their
+    leases back: it refuses, and the first goes on."""
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    add_groups(url, tmp_path / "a", feed)
+    log = tmp_path / "first.log"
+    with reaped(start_run(url, tmp_path / "a", slow_server.port, log)) as first:
+        deadline = time.monotonic() + 120
+        while counts(url).get("batches", 0) < 1:
+            assert first.poll() is None and time.monotonic() < deadline, log.read_text()[-4000:]
+            time.sleep(0.05)
+        second_log = tmp_path / "second.log"
+        started = start_run(url, tmp_path / "b", slow_server.port, second_log, "--exit-when-done")
+        with reaped(started) as second:
+            code = second.wait(120)
+        refused = second_log.read_text()
+        assert code != 0, refused[-3000:]
+        assert "another `usenet-indexer run` on this machine uses this database" in refused
+        deadline = time.monotonic() + 180
+        while set(counts(url)) - {"batches"} != {"done"}:  # the first goes on to the end, its tokens kept
+            assert first.poll() is None and time.monotonic() < deadline, log.read_text()[-4000:]
+            time.sleep(0.1)
+        first.send_signal(signal.SIGINT)
+        finish(first, log, 60)
+    db = connect(url)
+    try:
+        assert audit(db, ttl=120.0, max_per_group=2).ok
+        assert query(db, "SELECT count(*) AS n FROM lease_log WHERE end_reason = 'reclaimed'") == [{"n": 0}]
+    finally:
+        db.close()

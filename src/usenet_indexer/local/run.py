@@ -84,10 +84,14 @@ def run_settings(settings: Settings, workers: int) -> Settings:
     return settings.model_copy(update={"range_spread": spread})
 
 
+def machine_name() -> str:
+    """This machine's name as ``run`` uses it: in its workers' node names and its own lease."""
+    return (re.sub(r"[^A-Za-z0-9._-]", "-", socket.gethostname().split(".")[0]) or "local")[:48]
+
+
 def worker_name(slot: int) -> str:
     """The node name of worker ``slot`` of this machine's ``run``."""
-    host = re.sub(r"[^A-Za-z0-9._-]", "-", socket.gethostname().split(".")[0]) or "local"
-    return f"{host[:48]}-worker-{slot}"
+    return f"{machine_name()}-worker-{slot}"
 
 
 def reclaim_earlier_run(services: Services, node_id: int, name: str) -> None:
@@ -166,6 +170,16 @@ class LocalRun:
     def start(self, services: Services) -> None:
         self.services = services
         tune_gc()
+        # One `run` of this machine per database: a second would replace the first's workers' tokens
+        # and give back their leases (reclaim_earlier_run). Held for the run's life; a run killed
+        # outright left it to a process that no longer exists, and it is taken over at once.
+        self._loops = background_loops(services, self.news)
+        held = self._loops.hold(f"run:{machine_name()}")
+        if not held.ok:
+            raise RunError(
+                f"another `usenet-indexer run` on this machine uses this database ({held.holder}): "
+                "stop it first, or give this one a database of its own (--database-url)"
+            )
         tokens = self._worker_tokens()
         for slot, name in enumerate(self.worker_names, start=1):
             # A node of its own per worker slot, with this run's token: a worker of an earlier run
@@ -175,7 +189,6 @@ class LocalRun:
         if self._socket is None:
             self._listen()
         self._start_server()
-        self._loops = background_loops(services, self.news)
         self._loops.start()
         if self._supervisor is None:
             self._start_workers()

@@ -15,6 +15,7 @@ check (``Fenced``) and its work stops there (self-fencing); the loop then tries 
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import threading
@@ -24,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from usenet_indexer.db import Fenced
-from usenet_indexer.leases.ownership import OwnershipFence, OwnershipLeases
+from usenet_indexer.leases.ownership import Claim, OwnershipFence, OwnershipLeases
 from usenet_indexer.logs import get_logger
 
 log = get_logger(__name__)
@@ -94,6 +95,14 @@ class LoopRunner:
         loop = Loop(name, period_seconds, work)
         self.loops.append(loop)
         return loop
+
+    def hold(self, name: str) -> Claim:
+        """Claim ``name`` now and hold it for this coordinator's life, renewed and released with the
+        loops' leases (a loop with no work). ``run`` holds its machine's (local/run.py)."""
+        claim = self.ownership.acquire(name, {"held": True}, gone=holder_gone)
+        if claim.ok:
+            self.add(name, math.inf, lambda: None).holding = True
+        return claim
 
     def fence(self, name: str) -> OwnershipFence:
         """The fence the loop ``name``'s writes check (give it to the loop's work)."""
