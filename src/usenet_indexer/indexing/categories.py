@@ -244,6 +244,7 @@ _SEASON_EPISODE = re.compile(
     rf"(?:-?E?(\d{{1,4}}))?)?{_BOUND_R}"
 )
 _CROSS_EPISODE = re.compile(rf"(?i){_BOUND_L}(\d{{1,2}})x(\d{{2,3}}){_BOUND_R}")
+_DOTS = re.compile(r"[._]+")
 _YEAR = re.compile(r"(?<![0-9])((?:19|20)\d{2})(?![0-9])")
 _DAILY = re.compile(r"(?<![0-9])(?:19|20)\d{2}[ ._-](?:0[1-9]|1[0-2])[ ._-](?:0[1-9]|[12]\d|3[01])(?![0-9])")
 _RESOLUTION = re.compile(rf"(?i){_BOUND_L}(2160p|1080[pi]|720p|576p|480p|4k){_BOUND_R}")
@@ -260,7 +261,7 @@ def _parse_title(name: str) -> dict[str, Any]:
 
     The fields parse-torrent-title reads, with the few regexes the categories need: PTN runs ~160
     patterns per name (~3 ms), which made it most of the batch store's time. Cached, because the
-    batch store asks again for every fragment of a release it merges (callers copy the dict).
+    batch store asks again for every fragment of a release it merges (callers must not change the dict).
     """
     info: dict[str, Any] = {}
     low = name.lower() if name.isascii() else None
@@ -290,7 +291,7 @@ def _parse_title(name: str) -> dict[str, Any]:
         cut = min(cut, m.start())
     if _THREE_D.search(name, low):
         info["3d"] = True
-    title = re.sub(r"[._]+", " ", name[:cut]).strip(" -([")
+    title = _DOTS.sub(" ", name[:cut]).strip(" -([")
     if title:
         info["title"] = title
     return info
@@ -298,18 +299,19 @@ def _parse_title(name: str) -> dict[str, Any]:
 
 def categorize(name: str, file_names: Iterable[str] = ()) -> Category:
     """The category of a release called ``name`` whose files are ``file_names``."""
-    names = list(file_names)
-    kinds = Counter(file_kind(f) for f in names)
     if looks_obfuscated(name.strip()):
         return Category(OTHER)
+    names = list(file_names)
+    kinds = Counter(file_kind(f) for f in names)
     low = name.lower() if name.isascii() else None  # the guards' (_Guarded)
-    info: dict[str, Any] = dict(_parse_title(name))
-    title = info.get("title") if isinstance(info.get("title"), str) else None
-    season = _int(info.get("season"))
-    episode = _int(info.get("episode"))
-    episode_last = _int(info.get("episode_last"))
-    year = _int(info.get("year"))
-    resolution = info.get("resolution") if isinstance(info.get("resolution"), str) else None
+    # Read, not copied: the dict is _parse_title's cached one, and nothing here writes to it.
+    info = _parse_title(name)
+    title: str | None = info.get("title")
+    season: int | None = info.get("season")
+    episode: int | None = info.get("episode")
+    episode_last: int | None = info.get("episode_last")
+    year: int | None = info.get("year")
+    resolution: str | None = info.get("resolution")
     if season is None and episode is None and "month" in info and year is not None:
         season = year  # a daily show: Sonarr searches its season as the year (season=2024)
 
@@ -388,12 +390,6 @@ def _movie(name: str, low: str | None, three_d: bool) -> int:
 
 # Files that wrap content rather than being it: they say nothing about the category.
 _PACKAGING = SET_MEMBERS | {FileKind.IMAGE, FileKind.OTHER}
-
-
-def _int(value: Any) -> int | None:
-    if isinstance(value, list):
-        value = value[0] if value else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 __all__ = [
