@@ -52,7 +52,7 @@ from array import array
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from operator import itemgetter, lt
+from operator import attrgetter, itemgetter, lt
 from typing import NamedTuple
 
 from usenet_indexer import accelerator
@@ -663,21 +663,24 @@ class RangeIndexer:
 
     def _release_fragment(self, files: list[tuple[_FileAcc, FileFragment]]) -> tuple[ReleaseFragment, int]:
         accs = [acc for acc, _ in files]
-        first_acc = min(accs, key=lambda a: a.first)
-        last_acc = max(accs, key=lambda a: a.last)
+        first_acc = min(accs, key=_FIRST)
+        last_acc = max(accs, key=_LAST)
         first_date = self._date(first_acc.first_date)
         last_date = self._date(last_acc.last_date)
         releases = [acc.info.release for acc in accs]
         name = min(r.name for r in releases)
         requests = [r.request_id for r in releases if r.request_id is not None]
-        groups = sorted({g for acc in accs for g in acc.groups})
-        built = sorted((b for _, b in files), key=_file_order)
+        # Each file's groups are sorted and distinct (_groups), and the files of a release nearly always
+        # share one tuple of them: then it is the release's.
+        distinct = {acc.groups for acc in accs}
+        groups = distinct.pop() if len(distinct) == 1 else tuple(sorted({g for gs in distinct for g in gs}))
+        built = sorted([b for _, b in files], key=_FILE_ORDER)
         head = releases[0]
         fragment = ReleaseFragment(
             key=head.key,
             name=name,
             poster=min(r.poster for r in releases),
-            groups=tuple(groups),
+            groups=groups,
             file_total=head.file_total,
             first_article=first_acc.first,
             first_date=first_date,
@@ -697,6 +700,12 @@ _BLANKS = (b" ", b"\r", b"\x0b", b"\x0c")  # a tab cannot be inside a field
 
 def _file_order(f: FileFragment) -> tuple[str, int]:
     return (f.name, f.parts_total)
+
+
+# _file_order and the accumulators' extremes as C-level keys (no Python call per file)
+_FILE_ORDER = attrgetter("name", "parts_total")
+_FIRST = attrgetter("first")
+_LAST = attrgetter("last")
 
 
 def _in_part_order(

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import calendar
+
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from usenet_indexer.indexing.overview import (
     DEFAULT_FORMAT,
     REASONS,
     OverviewFormat,
+    _unix,
     parse_date,
     parse_overview,
     xref_groups,
@@ -116,6 +119,40 @@ def test_bad_dates(text: bytes) -> None:
 def test_dates_never_raise(raw: bytes) -> None:
     value = parse_date(raw)
     assert value is None or 0 <= value <= 4_102_444_800
+
+
+def calendar_unix(year: int, month: int, day: int, hh: int, mm: int, ss: int, offset: int) -> int | None:
+    """overview._unix as it was, with calendar's functions: what the month tables must give."""
+    if not (1970 <= year <= 2100 and 1 <= month <= 12 and hh < 24 and mm < 60 and ss <= 60):
+        return None
+    if not 1 <= day <= calendar.monthrange(year, month)[1]:
+        return None
+    value = calendar.timegm((year, month, day, hh, mm, ss, 0, 0, 0)) - offset
+    return value if 0 <= value <= 4_102_444_800 else None
+
+
+@settings(max_examples=3000)
+@given(
+    st.integers(1960, 2110),
+    st.integers(-1, 14),
+    st.integers(-1, 33),
+    st.integers(-3, 25),
+    st.integers(-3, 61),
+    st.integers(-3, 62),
+    st.integers(-14 * 3600, 14 * 3600),
+)
+def test_unix_seconds_as_calendar_counts_them(
+    year: int, month: int, day: int, hh: int, mm: int, ss: int, offset: int
+) -> None:
+    assert _unix(year, month, day, hh, mm, ss, offset) == calendar_unix(year, month, day, hh, mm, ss, offset)
+
+
+@pytest.mark.parametrize(("year", "month"), [(1970, 1), (2000, 2), (2024, 2), (2100, 2), (2100, 12)])
+def test_unix_seconds_at_month_ends(year: int, month: int) -> None:
+    last = calendar.monthrange(year, month)[1]
+    for day in (1, last, last + 1):
+        for hh, mm, ss in ((0, 0, 0), (23, 59, 60)):
+            assert _unix(year, month, day, hh, mm, ss, 0) == calendar_unix(year, month, day, hh, mm, ss, 0)
 
 
 def test_custom_overview_fmt_order() -> None:
