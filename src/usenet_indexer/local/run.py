@@ -49,7 +49,7 @@ from usenet_indexer.edge.supervisor import GIVE_BACK_RETRIES, supervise
 from usenet_indexer.local.progress import ProgressReader, Snapshot
 from usenet_indexer.local.view import View
 from usenet_indexer.logs import get_logger
-from usenet_indexer.runtime import tune_gc
+from usenet_indexer.runtime import tune_gc, tune_malloc
 from usenet_indexer.settings import Settings
 
 log = get_logger(__name__)
@@ -139,6 +139,7 @@ class LocalRun:
     def start(self, services: Services) -> None:
         self.services = services
         tune_gc()
+        tune_malloc()
         tokens = self._worker_tokens()
         for slot, name in enumerate(self.worker_names, start=1):
             # A node of its own per worker slot, with this run's token: a worker of an earlier run
