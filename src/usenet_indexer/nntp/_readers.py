@@ -6,7 +6,8 @@ Each body reader consumes bytes from the front of the connection's buffer and re
 - A reader never takes bytes that belong to the next reply: bytes after the end of its body stay in
   the buffer (a compressed stream's trailing ``unused_data`` is put back at its front).
 - A reader never holds a whole reply: it returns what it has decoded as soon as it has whole lines,
-  and a line longer than ``PIECE`` bytes leaves in pieces.
+  and a line longer than ``PIECE`` bytes leaves in pieces. The one exception is GatheredBody, for a
+  caller that asked for the whole body (``Command.whole``) and would hold all of it anyway.
 """
 
 from __future__ import annotations
