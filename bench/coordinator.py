@@ -29,6 +29,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve
 from tests.support.store import insert_group
 
 from _common import emit, sqlite_database
+from usenet_indexer import runtime
 from usenet_indexer.articles import ChunkSpan
 from usenet_indexer.catalog.batch_store import store_batch
 from usenet_indexer.db import connect
@@ -79,6 +80,8 @@ def main() -> None:
         bodies.append(encode_batch(indexer.take(), 1, 1))
     plain = [(first, last, text) for first, last, text in chunks(posting, settings.chunk_articles)]
     tune_gc()  # as the coordinator runs (runtime.py)
+    # Also malloc's thresholds, as `run` and `serve` set them (not there on code from before: an A/B).
+    malloc_tuned = getattr(runtime, "tune_malloc", lambda: False)()
 
     decode = check = store = 0.0
     releases = 0
@@ -135,6 +138,7 @@ def main() -> None:
         f"spool write {spool_write:.3f} µs a header: pack {us['pack']:.3f} (level "
         f"{settings.spool_deflate_level}), write {us['write']:.3f} ({len(plain)} chunks, fsync'd)"
     )
+    print(f"malloc thresholds {'set' if malloc_tuned else 'left at their defaults'} (runtime.tune_malloc)")
     emit(
         {
             "bench": "coordinator",
@@ -149,6 +153,7 @@ def main() -> None:
             "us_per_header_spool_write": round(spool_write, 3),
             "us_per_header_pack": round(us["pack"], 3),
             "us_per_header_write": round(us["write"], 3),
+            "malloc_tuned": malloc_tuned,
         }
     )
 

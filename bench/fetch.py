@@ -46,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tests.support import inn2
 
 from _common import postgres_database, sqlite_database
+from usenet_indexer import runtime
 from usenet_indexer.compression import Inflater, decompressobj
 from usenet_indexer.coordinator.loops.news import NewsService
 from usenet_indexer.coordinator.loops.prefetcher import Prefetcher
@@ -295,12 +296,21 @@ def main() -> None:
         "--store", choices=("sqlite", "postgresql"), default="sqlite", help="the prefetcher's store"
     )
     parser.add_argument(
+        "--malloc-defaults", action="store_true", help="leave malloc's thresholds as glibc sets them"
+    )
+    parser.add_argument(
         "--passes",
         type=int,
         default=None,
         help="fetch the range this many times per measurement (so it lasts long enough)",
     )
     args = parser.parse_args()
+    # malloc's thresholds as `run` and `serve` set them (runtime.py; absent from code before issue 17's
+    # session 10, for an A/B), or glibc's defaults with --malloc-defaults.
+    tuned = not args.malloc_defaults and getattr(runtime, "tune_malloc", lambda: False)()
+    print(
+        f"malloc thresholds {'set (runtime.tune_malloc)' if tuned else 'at their defaults'}", file=sys.stderr
+    )
     wanted = args.articles or (50_000 if args.quick else 300_000)
     rounds = args.rounds or 3
     passes = args.passes or (4 if args.quick else 1)
@@ -361,6 +371,7 @@ def main() -> None:
         "chunk": chunk,
         "rounds": rounds,
         "store": args.store,
+        "malloc_tuned": tuned,
     }
     for connections in (1, 4, 8):
         # The headline ratios are the prefetcher's, the worse of plain and compressed.

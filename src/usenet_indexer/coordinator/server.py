@@ -11,7 +11,7 @@ from usenet_indexer.coordinator.http.app import create_app
 from usenet_indexer.coordinator.http.network import http_config
 from usenet_indexer.coordinator.loops.background import background_loops
 from usenet_indexer.coordinator.wiring import Services
-from usenet_indexer.runtime import tune_gc
+from usenet_indexer.runtime import tune_gc, tune_malloc
 
 
 def run_server(services: Services) -> None:
@@ -32,6 +32,7 @@ def run_server(services: Services) -> None:
         await task
 
     tune_gc()
+    tune_malloc()
     try:
         asyncio.run(serve())
     finally:

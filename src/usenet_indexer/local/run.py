@@ -50,7 +50,7 @@ from usenet_indexer.leases.errors import LeaseLost
 from usenet_indexer.local.progress import ProgressReader, Snapshot
 from usenet_indexer.local.view import View
 from usenet_indexer.logs import get_logger
-from usenet_indexer.runtime import tune_gc
+from usenet_indexer.runtime import tune_gc, tune_malloc
 from usenet_indexer.settings import Settings
 
 log = get_logger(__name__)
@@ -170,6 +170,7 @@ class LocalRun:
     def start(self, services: Services) -> None:
         self.services = services
         tune_gc()
+        tune_malloc()
         # One `run` of this machine per database: a second would replace the first's workers' tokens
         # and give back their leases (reclaim_earlier_run). Held for the run's life; a run killed
         # outright left it to a process that no longer exists, and it is taken over at once.

@@ -42,6 +42,9 @@ class Command:
     multiline_codes: frozenset[int] = frozenset()
     body: BodyKind = "plain"
     shown: str | None = None  # what errors and logs show instead of ``line`` (passwords hidden)
+    # The caller wants a plain body in one piece (over_chunk): it is gathered in one buffer and comes
+    # as one Data (nntp/_readers.py GatheredBody). Compressed bodies come in pieces all the same.
+    whole: bool = False
 
     @property
     def verb(self) -> str:

@@ -32,7 +32,14 @@ from usenet_indexer.nntp._events import (
     NeedData,
     Response,
 )
-from usenet_indexer.nntp._readers import INFLATE_STEP, BodyReader, PlainBody, XzverBody, ZlibBody
+from usenet_indexer.nntp._readers import (
+    INFLATE_STEP,
+    BodyReader,
+    GatheredBody,
+    PlainBody,
+    XzverBody,
+    ZlibBody,
+)
 from usenet_indexer.nntp.errors import (
     CompressedReplyCorrupt,
     NNTPConnectionLost,
@@ -273,8 +280,9 @@ class NNTPConnection:
                 terminator=self._gzip,
                 marked="COMPRESS=GZIP" in text.upper(),
                 on_plain_stream_end=self._expect_stray_dot,
+                whole=command.whole,
             )
-        return PlainBody()
+        return GatheredBody() if command.whole else PlainBody()
 
     def _expect_stray_dot(self) -> None:
         # Some servers follow a no-TERMINATOR stream with a "." line anyway; skip it if it comes.
@@ -284,8 +292,17 @@ class NNTPConnection:
 class _SniffingBody(BodyReader):
     """Chooses between a zlib/gzip body and a plain one from the body's first byte."""
 
-    def __init__(self, command: str, *, terminator: bool, marked: bool, on_plain_stream_end: object) -> None:
+    def __init__(
+        self,
+        command: str,
+        *,
+        terminator: bool,
+        marked: bool,
+        on_plain_stream_end: object,
+        whole: bool = False,
+    ) -> None:
         self._command = command
+        self._whole = whole
         self._terminator = terminator
         self._marked = marked
         self._inner: BodyReader | None = None
@@ -302,7 +319,7 @@ class _SniffingBody(BodyReader):
             if self._marked or buf[0] in (0x78, 0x1F):
                 self._inner = ZlibBody(terminator=self._terminator, command=self._command)
             else:
-                self._inner = PlainBody()
+                self._inner = GatheredBody() if self._whole else PlainBody()
         event = self._inner.next(buf)
         if isinstance(event, EndOfData) and event.encoding != "plain" and not self._terminator:
             callback = self._on_end

@@ -56,9 +56,12 @@ class Data:
 
     ``lines`` is the LF bytes in ``data`` when the reader counted them on its way (the C scan for
     dot lines counts them for free), else -1: the caller counts.
+
+    A plain body gathered whole (``Command.whole``) comes as one Data whose ``data`` is the bytearray
+    it was gathered in, handed over without a copy; every other piece is bytes.
     """
 
-    data: bytes
+    data: bytes | bytearray
     compressed: bytes = b""
     lines: int = -1
 

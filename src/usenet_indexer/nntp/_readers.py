@@ -6,7 +6,8 @@ Each body reader consumes bytes from the front of the connection's buffer and re
 - A reader never takes bytes that belong to the next reply: bytes after the end of its body stay in
   the buffer (a compressed stream's trailing ``unused_data`` is put back at its front).
 - A reader never holds a whole reply: it returns what it has decoded as soon as it has whole lines,
-  and a line longer than ``PIECE`` bytes leaves in pieces.
+  and a line longer than ``PIECE`` bytes leaves in pieces. The one exception is GatheredBody, for a
+  caller that asked for the whole body (``Command.whole``) and would hold all of it anyway.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ __all__ = [
     "PIECE",
     "BodyReader",
     "DotReader",
+    "GatheredBody",
     "PlainBody",
     "XzverBody",
     "ZlibBody",
@@ -53,35 +55,35 @@ _LF = 0x0A
 _LINE_DOT = re.compile(rb"\n\.")
 
 
-def _first_line_dot(data: bytes) -> int:
+def _first_line_dot(data: bytes | bytearray | memoryview) -> int:
     found = _LINE_DOT.search(data)
     return -1 if found is None else found.start()
 
 
-def _line_scan(data: bytes) -> tuple[int, int]:
-    return data.count(b"\n"), _first_line_dot(data)
+def _line_scan(data: bytes | bytearray | memoryview) -> tuple[int, int]:
+    return (data.tobytes() if isinstance(data, memoryview) else data).count(b"\n"), _first_line_dot(data)
 
 
 # (LF bytes in ``data``, where its first "\n." is or -1): one memchr per line in the C accelerator,
 # where bytes.count and the regex took 0.25 µs an overview line between them (bench/fetch.py).
-line_scan: Callable[[bytes], tuple[int, int]] = (
+line_scan: Callable[[bytes | bytearray | memoryview], tuple[int, int]] = (
     accelerator.speedups.line_scan if accelerator.speedups is not None else _line_scan
 )
 
 
-def _scan_without_count(data: bytes) -> tuple[int, int]:
+def _scan_without_count(data: bytes | bytearray | memoryview) -> tuple[int, int]:
     return -1, _first_line_dot(data)
 
 
 # (LF bytes or -1, first "\n."): the dot reader's scan of a block. The count comes with the C scan
 # and saves the caller its own pass (~0.01 µs an overview line, measured in bench/fetch.py's client);
 # the pure path does not count for it.
-scan_block: Callable[[bytes], tuple[int, int]] = (
+scan_block: Callable[[bytes | bytearray | memoryview], tuple[int, int]] = (
     line_scan if accelerator.speedups is not None else _scan_without_count
 )
 
 
-def count_lines(data: bytes) -> int:
+def count_lines(data: bytes | bytearray) -> int:
     """LF bytes in ``data``."""
     return line_scan(data)[0]
 
@@ -206,6 +208,89 @@ class PlainBody(BodyReader):
             self._ended = True
             return EndOfData()
         return Data(payload, lines=self._reader.lines)
+
+
+class GatheredBody(BodyReader):
+    """A plain body gathered whole: one Data with all of it (a bytearray), then EndOfData.
+
+    For a caller that wants the body in one piece (``Command.whole``: over_chunk). Through PlainBody
+    each block was copied out of the connection's buffer into new bytes, and the caller joined the
+    pieces: two copies of every byte and a new buffer of megabytes per reply, whose pages fault in
+    afresh (a 20,000-line reply is 6 MB; issue 17). Here each block is copied once, from the
+    connection's buffer onto the end of one growing buffer, and scanned for dot lines where it lies.
+    The dot rules are DotReader's, block by block (whole lines, split at the buffer's last LF).
+    """
+
+    def __init__(self) -> None:
+        self._out = bytearray()
+        self._lines = 0
+        self._at_line_start = True
+        self._done = False
+        self._ended = False
+
+    def next(self, buf: bytearray) -> Data | EndOfData | None:
+        if self._ended:
+            return None
+        if self._done:
+            self._ended = True
+            return EndOfData()
+        size = len(buf)
+        if size == 0:
+            return None
+        if self._at_line_start and buf[0] == _DOT:
+            # A "." at the start of a line is either the terminator or a stuffed dot.
+            if size < 2 or (buf[1] == _CR and size < 3):
+                return None
+            if buf[1] == _CR and buf[2] == _LF:
+                del buf[:3]
+                return self._finish()
+            del buf[0]
+            size -= 1
+            self._at_line_start = False
+            if size == 0:
+                return None
+        last_lf = buf.rfind(b"\n")
+        if last_lf < 0:
+            if size >= PIECE:  # a very long line: gather what came, the rest continues it
+                self._out += buf
+                buf.clear()
+                self._at_line_start = False
+            return None
+        out = self._out
+        start = len(out)
+        with memoryview(buf) as view:
+            out += view[: last_lf + 1]
+        del buf[: last_lf + 1]
+        self._at_line_start = True
+        with memoryview(out) as whole, whole[start:] as block:
+            lines, dot = scan_block(block)
+        if lines < 0:
+            lines = out.count(b"\n", start)
+        if dot < 0:
+            self._lines += lines
+            return None
+        end = out.find(b"\n.\r\n", start + dot)
+        if end < 0:
+            # Stuffed dots only; unstuffing drops dots, never LFs.
+            out[start:] = out[start:].replace(b"\n.", b"\n")
+            self._lines += lines
+            return None
+        # The terminator: what follows it belongs to the next reply; give it back.
+        rest = out[end + 4 :]
+        if rest:
+            buf[0:0] = rest
+        del out[end + 1 :]
+        self._lines += lines - 1 - rest.count(b"\n")
+        if start + dot < end:
+            out[start:] = out[start:].replace(b"\n.", b"\n")
+        return self._finish()
+
+    def _finish(self) -> Data | EndOfData:
+        self._done = True
+        if not self._out:
+            self._ended = True
+            return EndOfData()
+        return Data(self._out, lines=self._lines)
 
 
 class _Inner:

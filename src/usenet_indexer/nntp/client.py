@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import socket
 import ssl
 import zlib
@@ -83,15 +84,16 @@ class OverviewChunk:
     first: int
     last: int
     encoding: Encoding
-    data: bytes
+    data: bytes | bytearray  # a plain reply: the buffer it was gathered in (nntp/_readers.py)
     plain_size: int
     lines: int
     _plain: bytes | None = field(default=None, repr=False, compare=False)
 
     def plain(self) -> bytes:
-        """The overview text, inflating ``data`` when it is compressed."""
+        """The overview text, inflating ``data`` when it is compressed (as bytes: a copy of a gathered
+        plain reply; the prefetcher deflates ``data`` itself)."""
         if self.encoding == "plain":
-            return self.data
+            return bytes(self.data)
         return inflate(self.encoding, self.data)
 
     def article_numbers(self) -> list[int]:
@@ -99,13 +101,13 @@ class OverviewChunk:
         return [int(line.split(b"\t", 1)[0]) for line in self.plain().split(b"\r\n") if line]
 
 
-def inflate(encoding: Encoding, data: bytes) -> bytes:
+def inflate(encoding: Encoding, data: bytes | bytearray) -> bytes:
     """Decompress a chunk's ``data`` of the given encoding; raises CompressedReplyCorrupt/-Truncated."""
     wbits = {"zlib": zlib.MAX_WBITS | 32, "gzip": zlib.MAX_WBITS | 32, "deflate": -zlib.MAX_WBITS}.get(
         encoding
     )
     if wbits is None:
-        return data
+        return bytes(data)
     inflater = zlib.decompressobj(wbits)
     try:
         out = inflater.decompress(data)
@@ -519,10 +521,14 @@ class NNTPClient:
             if group is not None:
                 await self.group(group)
 
-    async def _overview_events(self, first: int, last: int, compress: bool) -> AsyncIterator[Data]:
+    async def _overview_events(
+        self, first: int, last: int, compress: bool, *, whole: bool = False
+    ) -> AsyncIterator[Data]:
         if not compress:
             await self._ensure_plain_session()
         command = await self._overview_command(first, last, compress)
+        if whole:
+            command = dataclasses.replace(command, whole=True)
         try:
             async for event in self.stream(command):
                 yield event
@@ -531,7 +537,8 @@ class NNTPClient:
             if command.verb != "XZVER" or error.code not in (500, 501, 503):
                 raise
             self._xzver_refused = True
-            async for event in self.stream(cmd.over(first, last, verb=self._over_verb())):
+            command = dataclasses.replace(cmd.over(first, last, verb=self._over_verb()), whole=whole)
+            async for event in self.stream(command):
                 yield event
 
     async def over(self, first: int, last: int, *, compress: bool = True) -> AsyncIterator[bytes]:
@@ -543,7 +550,8 @@ class NNTPClient:
         carry = b""
         try:
             async for event in self._overview_events(first, last, compress):
-                data = carry + event.data if carry else event.data
+                piece = bytes(event.data)  # bytes already (no body is gathered here): not copied
+                data = carry + piece if carry else piece
                 cut = data.rfind(b"\n") + 1
                 carry = data[cut:]
                 if cut:
@@ -561,11 +569,11 @@ class NNTPClient:
         ``compress=False`` asks for the range uncompressed on the wire (the re-fetch after a chunk
         would not inflate). A range with no articles gives an empty plain chunk.
         """
-        plain: list[bytes] = []
+        plain: list[bytes | bytearray] = []
         compressed: list[bytes] = []
         plain_size = lines = 0
         try:
-            async for event in self._overview_events(first, last, compress):
+            async for event in self._overview_events(first, last, compress, whole=True):
                 plain_size += len(event.data)
                 lines += event.lines if event.lines >= 0 else count_lines(event.data)
                 if event.compressed:
@@ -578,5 +586,7 @@ class NNTPClient:
             return OverviewChunk(first, last, "plain", b"", 0, 0)
         encoding = self.last_encoding
         if encoding == "plain":
-            return OverviewChunk(first, last, "plain", b"".join(plain), plain_size, lines)
+            # A plain reply comes gathered, as one piece: kept as it is, not copied by a join.
+            data = plain[0] if len(plain) == 1 else b"".join(plain)
+            return OverviewChunk(first, last, "plain", data, plain_size, lines)
         return OverviewChunk(first, last, encoding, b"".join(compressed), plain_size, lines)

@@ -63,7 +63,7 @@ async def test_over_returns_every_posted_article_exactly_once(
         streamed = b"".join([piece async for piece in pool.over(inn2_group, 1, 3000)])
     # COMPRESS DEFLATE is per session: the chunks arrive inflated, for the caller to deflate.
     assert all(chunk.encoding == "plain" for chunk in chunks)
-    ids = [mid for chunk in chunks for mid in _message_ids(chunk.data)]
+    ids = [mid for chunk in chunks for mid in _message_ids(chunk.plain())]
     assert sorted(ids) == sorted(a.message_id for a in articles)
     assert len(set(ids)) == len(ids) == 3000
     assert [n for chunk in chunks for n in chunk.article_numbers()] == list(range(1, 3001))

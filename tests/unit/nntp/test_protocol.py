@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import zlib
 
 import pytest
@@ -151,7 +152,7 @@ def test_line_scan_native_and_pure_agree(data: bytes) -> None:
     if accelerator.speedups is None:
         pytest.skip("the C extension is not built")
     assert accelerator.speedups.line_scan(data) == _readers._line_scan(data)
-    assert accelerator.speedups.line_scan(bytearray(data)) == _readers._line_scan(data)  # type: ignore[arg-type]
+    assert accelerator.speedups.line_scan(bytearray(data)) == _readers._line_scan(data)
 
 
 @pytest.mark.fuzz
@@ -175,6 +176,43 @@ def test_dot_stuffed_bodies_any_split(
         EndOfData(),
         Response(211, "1 1 1 a.b", False, commands.group("a.b")),
     ]
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(_BODY_LINES, st.lists(st.integers(min_value=0, max_value=2_000), max_size=12))
+def test_gathered_bodies_any_split(
+    line_scan_path: str, lines: list[tuple[bytes, bytes]], cuts: list[int]
+) -> None:
+    # A body gathered whole (over_chunk) is the same body, in one Data with its LF count, and the
+    # reply after it is read as a status line, whatever the split.
+    body = b"".join(text + end for text, end in lines)
+    wire_body = b"".join((b"." if text.startswith(b".") else b"") + text + end for text, end in lines)
+    conn = NNTPConnection()
+    conn.send(dataclasses.replace(commands.over(1, 9), whole=True))
+    conn.send(commands.group("a.b"))
+    wire = b"200 hi\r\n224 overview\r\n" + wire_body + b".\r\n211 1 1 1 a.b\r\n"
+    events = run(conn, split(wire, cuts))
+    expected_body = [Data(body, lines=body.count(b"\n"))] if body else []
+    assert events[2:] == [
+        *expected_body,
+        EndOfData(),
+        Response(211, "1 1 1 a.b", False, commands.group("a.b")),
+    ]
+
+
+def test_gathered_body_with_a_line_longer_than_a_piece() -> None:
+    long = b"1\t" + b"x" * (_readers.PIECE + 1000) + b"\r\n"
+    body = b"2\tshort\r\n" + long + b".stuffed\r\n" + long + b"3\tend\r\n"
+    wire_body = body.replace(b"\n.", b"\n..")
+    wire = b"200 hi\r\n224 overview\r\n" + wire_body + b".\r\n"
+    for cuts in ([], [40, 5000, 300_000, 300_001, len(wire) - 4], list(range(0, len(wire), 65536))):
+        conn = NNTPConnection()
+        conn.send(dataclasses.replace(commands.over(1, 3), whole=True))
+        events = run(conn, split(wire, cuts))
+        assert events[2:] == [Data(body, lines=5), EndOfData()], cuts
+        gathered = events[2]
+        assert isinstance(gathered, Data)
+        assert isinstance(gathered.data, bytearray)  # handed over as gathered, not copied into bytes
 
 
 def test_plain_session_events() -> None:

@@ -116,7 +116,7 @@ def date_probe(pool: NNTPPool, group: str, high: int) -> Probe:
         while first <= high:
             last = min(high, first + size - 1)
             chunk = await pool.over_chunk(group, first, last, compress=False)
-            for line in chunk.data.split(b"\r\n"):
+            for line in bytes(chunk.data).split(b"\r\n"):
                 number_field = line.split(b"\t", 1)[0]
                 if not number_field.isdigit():
                     continue
