@@ -20,12 +20,15 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import re
 from array import array
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 # indexing.fragment.FileFragment: its fields are read and set by name (_speedups.c, file_field_names)
 _File = TypeVar("_File")
+# indexing.rules.SubjectMatch: a NamedTuple the C code builds as tuple.__new__ does
+_Match = TypeVar("_Match", bound=tuple[Any, ...])
 
 PURE_ENV = "USENET_INDEXER_PURE"
 
@@ -73,6 +76,31 @@ class Speedups(Protocol):
     ) -> list[_File]: ...
 
     def column_range(self, column: array[int], /) -> tuple[int, int]: ...
+
+    def subject_tables(
+        self,
+        extensions: dict[str, Any],
+        member_extensions: frozenset[str],
+        set_members: frozenset[Any],
+        kinds: tuple[Any, ...],
+        titles: dict[str, str | None],
+        cached_title: Callable[[str], str | None],
+        clean_name: Callable[[str], str],
+        trailer: str,
+        edges: str,
+        tail: int,
+        /,
+    ) -> None: ...
+
+    def subject_reading(
+        self,
+        rule: str,
+        slots: tuple[int, ...],
+        subject: str,
+        match: re.Match[str],
+        match_type: type[_Match],
+        /,
+    ) -> _Match | None | Literal[False]: ...
 
 
 if TYPE_CHECKING:  # the extension's stub must give what the protocol asks

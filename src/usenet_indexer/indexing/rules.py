@@ -34,6 +34,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from usenet_indexer import accelerator
+from usenet_indexer.indexing import naming
 from usenet_indexer.indexing.naming import (
     SET_MEMBERS,
     FileKind,
@@ -195,7 +197,16 @@ class RuleSet:
                 continue
             m = rule._subject_re.search(subject)
             if m is not None:
-                found = _reading(rule, subject, m)
+                # The C twin of _reading where it is built (asked here, not once: tests switch paths);
+                # it returns False for a subject it leaves to the Python (anything but printable ASCII).
+                native = accelerator.speedups
+                found = (
+                    False
+                    if native is None
+                    else native.subject_reading(rule.name, rule._slots, subject, m, SubjectMatch)
+                )
+                if found is False:
+                    found = _reading(rule, subject, m)
                 if found is not None:
                     return found
         return None
@@ -355,8 +366,13 @@ def _title(text: str, file_name: str, base: str, hashed: bool) -> str | None:
     # title per file. A readable base is what titles often begin with ("Name (2019) [FLAC]").
     for own in (file_name, base) if hashed else (file_name,):
         text = _without(text, own)
-    # The files of a posting share their title: what it reads as is kept (the rules run once per new
-    # file, and cleaning a title cost a tenth of bench/index.py's rate).
+    return _cached_title(text)
+
+
+def _cached_title(text: str) -> str | None:
+    """What a text without the file's name reads as, as a title (_read_title), kept: the files of a
+    posting share their title (the rules run once per new file, and cleaning a title cost a tenth of
+    bench/index.py's rate). The C reader looks in _TITLES itself and calls this on a miss."""
     if text in _TITLES:
         return _TITLES[text]
     if len(_TITLES) > 20_000:
@@ -462,6 +478,31 @@ _DEFAULT_RULES = (
     # file.ext yEnc: a single-part binary
     Rule("bare_yenc", r"(?i)^(?P<file>.*?\S)\s+yEnc\s*$"),
 )
+
+
+# The C reader (_speedups.subject_reading) is handed the Python's tables once, so that each rule has its
+# home here and in naming.py; tests/unit/indexing/test_subject_reading.py compares the two readers.
+if accelerator.speedups is not None:
+    accelerator.speedups.subject_tables(
+        naming._EXTENSIONS,
+        naming._MEMBER_EXTENSIONS,
+        SET_MEMBERS,
+        (
+            FileKind.OTHER,
+            FileKind.PAR2,
+            FileKind.PAR2_VOLUME,
+            FileKind.SEVEN_ZIP,
+            FileKind.SPLIT,
+            FileKind.ZIP,
+            FileKind.RAR,
+        ),
+        _TITLES,
+        _cached_title,
+        clean_name,
+        _TRAILER,
+        naming._EDGES,
+        naming._TAIL,
+    )
 
 
 def default_rules() -> RuleSet:
