@@ -85,7 +85,6 @@ class Speedups(Protocol):
         kinds: tuple[Any, ...],
         titles: dict[str, str | None],
         cached_title: Callable[[str], str | None],
-        clean_name: Callable[[str], str],
         trailer: str,
         edges: str,
         tail: int,
@@ -100,7 +99,7 @@ class Speedups(Protocol):
         match: re.Match[str],
         match_type: type[_Match],
         /,
-    ) -> _Match | None | Literal[False]: ...
+    ) -> _Match | Literal[False] | None: ...
 
 
 if TYPE_CHECKING:  # the extension's stub must give what the protocol asks

@@ -1254,7 +1254,6 @@ static struct {
     PyObject *kinds;             /* FileKind OTHER, PAR2, PAR2_VOLUME, SEVEN_ZIP, SPLIT, ZIP, RAR */
     PyObject *titles;            /* rules._TITLES: the title read from a text, cached */
     PyObject *cached_title;      /* rules._cached_title(text): reads and caches a title */
-    PyObject *clean_name;        /* naming.clean_name, for a name that needs cleaning */
     PyObject *groups, *start;    /* "groups", "start" */
     char trailer[128];           /* rules._TRAILER's ASCII characters */
     char edges[128];             /* naming._EDGES' ASCII characters */
@@ -1616,6 +1615,120 @@ title_of(Span title, Span file, Span base, int hashed)
     return found;
 }
 
+/* naming._BRACKET_TAGS' content (full|repost|re-?up|#?[\w.]+@\w+|#a\.b\.[\w.]+, re.I) in full */
+static inline int
+is_word_c(int c)
+{
+    return is_alnum_c(c) || c == '_';
+}
+
+static int
+bracket_tag(Span t)
+{
+    char low[8];
+    if (t.n <= 6) {
+        for (Py_ssize_t k = 0; k < t.n; k++)
+            low[k] = (char)lower_c(t.s[k]);
+        if ((t.n == 4 && memcmp(low, "full", 4) == 0) || (t.n == 6 && memcmp(low, "repost", 6) == 0) ||
+            (t.n == 4 && memcmp(low, "reup", 4) == 0) || (t.n == 5 && memcmp(low, "re-up", 5) == 0))
+            return 1;
+    }
+    Py_ssize_t k = t.n > 0 && t.s[0] == '#';
+    if (t.n - k >= 5 && t.s[0] == '#' && lower_c(t.s[1]) == 'a' && t.s[2] == '.' && lower_c(t.s[3]) == 'b' &&
+        t.s[4] == '.') {
+        Py_ssize_t q = 5;
+        while (q < t.n && (is_word_c(t.s[q]) || t.s[q] == '.'))
+            q++;
+        if (q == t.n && t.n > 5)
+            return 1;
+    }
+    Py_ssize_t before = 0;
+    while (k < t.n && (is_word_c(t.s[k]) || t.s[k] == '.')) {
+        k++;
+        before++;
+    }
+    if (before == 0 || k >= t.n || t.s[k] != '@')
+        return 0;
+    Py_ssize_t after = 0;
+    for (k++; k < t.n && is_word_c(t.s[k]); k++)
+        after++;
+    return after > 0 && k == t.n;
+}
+
+/* naming.clean_name of printable ASCII: a new str, or NULL */
+static PyObject *
+clean_name_of(PyObject *collection)
+{
+    Span c = span_of(collection);
+    if (c.n > 0 && memchr(c.s, '[', c.n) == NULL && !contains(c.s, c.n, "  ", 2) && strchr(rd.edges, c.s[0]) == NULL &&
+        strchr(rd.edges, c.s[c.n - 1]) == NULL)
+        return Py_NewRef(collection); /* nothing to clean: the common case */
+    char out[MAX_SUBJECT];
+    if (c.n > MAX_SUBJECT)
+        return Py_NewRef(Py_False);
+    /* _REQUEST_TAG: ^\s*\[\s*\d{3,}\s*\]\s*[-–]?\s* */
+    Py_ssize_t k = 0, from = 0;
+    while (k < c.n && c.s[k] == ' ')
+        k++;
+    if (k < c.n && c.s[k] == '[') {
+        Py_ssize_t q = k + 1, d = 0;
+        while (q < c.n && c.s[q] == ' ')
+            q++;
+        for (; q < c.n && is_digit_c(c.s[q]); q++)
+            d++;
+        while (q < c.n && c.s[q] == ' ')
+            q++;
+        if (d >= 3 && q < c.n && c.s[q] == ']') {
+            for (q++; q < c.n && c.s[q] == ' '; q++)
+                ;
+            if (q < c.n && c.s[q] == '-')
+                q++;
+            while (q < c.n && c.s[q] == ' ')
+                q++;
+            from = q;
+        }
+    }
+    /* _BRACKET_TAGS: each "[ tag ]" a blank */
+    Py_ssize_t n = 0;
+    for (k = from; k < c.n;) {
+        if (c.s[k] == '[') {
+            Py_ssize_t q = k + 1;
+            while (q < c.n && c.s[q] == ' ')
+                q++;
+            Py_ssize_t word = q;
+            while (q < c.n && c.s[q] != ' ' && c.s[q] != ']')
+                q++;
+            Span tag = {c.s + word, q - word};
+            while (q < c.n && c.s[q] == ' ')
+                q++;
+            if (q < c.n && c.s[q] == ']' && bracket_tag(tag)) {
+                out[n++] = ' ';
+                k = q + 1;
+                continue;
+            }
+        }
+        out[n++] = c.s[k++];
+    }
+    /* _EDGE_JUNK: the edges' characters at either end; _SPACES: each run of blanks one blank */
+    Span name = {out, n};
+    while (name.n > 0 && strchr(rd.edges, name.s[0]) != NULL) {
+        name.s++;
+        name.n--;
+    }
+    while (name.n > 0 && strchr(rd.edges, name.s[name.n - 1]) != NULL)
+        name.n--;
+    char *o = out;
+    for (k = 0; k < name.n; k++) {
+        if (name.s[k] == ' ' && k + 1 < name.n && name.s[k + 1] == ' ')
+            continue;
+        *o++ = name.s[k];
+    }
+    Span cleaned = stripped((Span){out, o - out});
+    if (cleaned.n == 0)
+        cleaned = stripped(c);
+    return PyUnicode_FromStringAndSize(cleaned.s, cleaned.n);
+}
+
 /* A counter's group: 1 on a value (or none, when it has more than MAX_DIGITS digits), 0 for a group that
    is not plain ASCII digits (the Python reads it) */
 static int
@@ -1636,21 +1749,21 @@ counter(PyObject *group, int64_t *value, int *present)
 
 PyDoc_STRVAR(subject_tables_doc,
              "subject_tables(extensions, member_extensions, set_members, kinds, titles, cached_title, "
-             "clean_name, trailer, edges, tail, /) -> None\n\n"
+             "trailer, edges, tail, /) -> None\n\n"
              "The Python's tables for subject_reading, handed over once (rules.py): naming._EXTENSIONS, "
              "_MEMBER_EXTENSIONS, SET_MEMBERS, the FileKinds OTHER, PAR2, PAR2_VOLUME, SEVEN_ZIP, SPLIT, ZIP and "
-             "RAR, rules._TITLES and _cached_title, naming.clean_name, rules._TRAILER, naming._EDGES and "
+             "RAR, rules._TITLES and _cached_title, rules._TRAILER, naming._EDGES and "
              "naming._TAIL.");
 
 static PyObject *
 subject_tables(PyObject *module, PyObject *args)
 {
-    PyObject *extensions, *member_extensions, *set_members, *kinds, *titles, *cached_title, *clean_name;
+    PyObject *extensions, *member_extensions, *set_members, *kinds, *titles, *cached_title;
     PyObject *trailer, *edges;
     Py_ssize_t tail;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!O!OOUUn:subject_tables", &PyDict_Type, &extensions, &PyFrozenSet_Type,
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!OUUn:subject_tables", &PyDict_Type, &extensions, &PyFrozenSet_Type,
                           &member_extensions, &PyFrozenSet_Type, &set_members, &PyTuple_Type, &kinds,
-                          &PyDict_Type, &titles, &cached_title, &clean_name, &trailer, &edges, &tail))
+                          &PyDict_Type, &titles, &cached_title, &trailer, &edges, &tail))
         return NULL;
     if (PyTuple_GET_SIZE(kinds) != K_COUNT || tail < 1 || tail > 256) {
         PyErr_SetString(PyExc_ValueError, "subject_tables: 7 kinds and a tail of 1 to 256 characters");
@@ -1668,9 +1781,9 @@ subject_tables(PyObject *module, PyObject *args)
         into[k][o] = '\0';
     }
     PyObject **slots[] = {&rd.extensions, &rd.member_extensions, &rd.set_members, &rd.kinds,
-                          &rd.titles,     &rd.cached_title,      &rd.clean_name};
-    PyObject *values[] = {extensions, member_extensions, set_members, kinds, titles, cached_title, clean_name};
-    for (int k = 0; k < 7; k++)
+                          &rd.titles,     &rd.cached_title};
+    PyObject *values[] = {extensions, member_extensions, set_members, kinds, titles, cached_title};
+    for (int k = 0; k < 6; k++)
         Py_XSETREF(*slots[k], Py_NewRef(values[k]));
     rd.tail = tail;
     if (rd.groups == NULL && (rd.groups = PyUnicode_InternFromString("groups")) == NULL)
@@ -1841,24 +1954,16 @@ subject_reading(PyObject *module, PyObject *args)
         if (request == NULL)
             goto fail;
     }
-    /* naming.clean_name: its plain case here, the rest in Python */
     if (!printable_ascii(collection)) {
         result = Py_NewRef(Py_False);
         goto release;
     }
-    Span c = span_of(collection);
-    if (c.n > 0 && memchr(c.s, '[', c.n) == NULL && !contains(c.s, c.n, "  ", 2) && strchr(rd.edges, c.s[0]) == NULL &&
-        strchr(rd.edges, c.s[c.n - 1]) == NULL) {
-        shown = Py_NewRef(collection);
-    }
-    else {
-        shown = PyObject_CallOneArg(rd.clean_name, collection);
-        if (shown == NULL)
-            goto fail;
-        if (!PyUnicode_Check(shown) || !printable_ascii(shown)) {
-            result = Py_NewRef(Py_False);
-            goto release;
-        }
+    shown = clean_name_of(collection);
+    if (shown == NULL)
+        goto fail;
+    if (shown == Py_False) {
+        result = Py_NewRef(Py_False);
+        goto release;
     }
     Span sh = span_of(shown);
     int obfuscated = hashed >= 0 && sh.n == base.n && memcmp(sh.s, base.s, base.n) == 0 ? hashed : obfuscated_name(sh);

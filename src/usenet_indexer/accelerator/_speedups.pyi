@@ -44,7 +44,6 @@ def subject_tables(
     kinds: tuple[Any, ...],
     titles: dict[str, str | None],
     cached_title: Callable[[str], str | None],
-    clean_name: Callable[[str], str],
     trailer: str,
     edges: str,
     tail: int,
@@ -52,4 +51,4 @@ def subject_tables(
 ) -> None: ...
 def subject_reading(
     rule: str, slots: tuple[int, ...], subject: str, match: Match[str], match_type: type[_Match], /
-) -> _Match | None | Literal[False]: ...
+) -> _Match | Literal[False] | None: ...

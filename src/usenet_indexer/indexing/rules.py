@@ -498,7 +498,6 @@ if accelerator.speedups is not None:
         ),
         _TITLES,
         _cached_title,
-        clean_name,
         _TRAILER,
         naming._EDGES,
         naming._TAIL,
