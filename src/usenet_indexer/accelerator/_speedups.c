@@ -1793,39 +1793,16 @@ subject_tables(PyObject *module, PyObject *args)
     Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(subject_reading_doc,
-             "subject_reading(rule, slots, subject, match, match_type, /) -> match_type(...) or None or False\n\n"
-             "rules._reading(rule, subject, match) for a subject of printable ASCII: what the rule named rule "
-             "(its group positions slots, Rule._slots) reads from its match, None when it reads nothing, and "
-             "False when the Python is to read it (another subject, or subject_tables not called).");
+/* The groups of a rule's match, in rules.GROUP_ORDER */
+enum { G_NAME, G_FILE, G_TITLE, G_I, G_N, G_P, G_T, G_REQUEST, G_COUNT };
 
+/* rules._reading of a printable-ASCII subject, from its rule's groups g (str or None) and where its
+   part counter starts (p_start): a new reference to the SubjectMatch, None, or False (the Python reads
+   it), or NULL */
 static PyObject *
-subject_reading(PyObject *module, PyObject *args)
+reading_of(PyObject *rule, PyObject *subject, PyObject *const *g, Py_ssize_t p_start, PyTypeObject *match_type)
 {
-    PyObject *rule, *slots, *subject, *match;
-    PyTypeObject *match_type;
-    if (!PyArg_ParseTuple(args, "UO!UOO!:subject_reading", &rule, &PyTuple_Type, &slots, &subject, &match,
-                          &PyType_Type, &match_type))
-        return NULL;
-    if (rd.extensions == NULL || PyTuple_GET_SIZE(slots) != 8 || !printable_ascii(subject) ||
-        PyUnicode_GET_LENGTH(subject) > MAX_SUBJECT)
-        Py_RETURN_FALSE;
-    PyObject *groups = PyObject_CallMethodNoArgs(match, rd.groups);
-    if (groups == NULL)
-        return NULL;
-    PyObject *result = NULL, *g[8];
-    Py_ssize_t count = PyTuple_Check(groups) ? PyTuple_GET_SIZE(groups) : -1;
-    for (int k = 0; k < 8; k++) {
-        Py_ssize_t at = PyLong_AsSsize_t(PyTuple_GET_ITEM(slots, k));
-        if (at == -1 && PyErr_Occurred())
-            goto done;
-        g[k] = at >= 0 && at < count ? PyTuple_GET_ITEM(groups, at) : Py_None;
-        if (g[k] != Py_None && !PyUnicode_Check(g[k])) {
-            result = Py_NewRef(Py_False);
-            goto done;
-        }
-    }
-    enum { G_NAME, G_FILE, G_TITLE, G_I, G_N, G_P, G_T, G_REQUEST };
+    PyObject *result = NULL;
     static const Span none = {"", 0};
     Span raw_file = none, raw_name = none, title = none;
     if (g[G_FILE] != Py_None) {
@@ -1847,7 +1824,7 @@ subject_reading(PyObject *module, PyObject *args)
         title = none;
         if (raw_name.n == 0) {
             result = Py_NewRef(Py_None);
-            goto done;
+            return result;
         }
     }
     Span file_name = raw_file.n ? raw_file : raw_name;
@@ -1856,11 +1833,11 @@ subject_reading(PyObject *module, PyObject *args)
     if (!counter(g[G_P], &part, &has_part) || !counter(g[G_T], &part_total, &has_part_total) ||
         !counter(g[G_I], &index, &has_index) || !counter(g[G_N], &total, &has_total)) {
         result = Py_NewRef(Py_False);
-        goto done;
+        return result;
     }
     if (g[G_P] != Py_None && (!has_part || !has_part_total)) {
         result = Py_NewRef(Py_None);
-        goto done;
+        return result;
     }
     if (!has_part || !has_part_total)
         part = part_total = 1; /* a post without a part counter is a single part */
@@ -1967,13 +1944,7 @@ subject_reading(PyObject *module, PyObject *args)
     }
     Span sh = span_of(shown);
     int obfuscated = hashed >= 0 && sh.n == base.n && memcmp(sh.s, base.s, base.n) == 0 ? hashed : obfuscated_name(sh);
-    if (g[G_P] != Py_None) {
-        Py_ssize_t at = PyLong_AsSsize_t(PyTuple_GET_ITEM(slots, G_P));
-        part_at = PyObject_CallMethod(match, "start", "n", at + 1);
-    }
-    else {
-        part_at = PyLong_FromLong(-1);
-    }
+    part_at = PyLong_FromSsize_t(g[G_P] != Py_None ? p_start : -1);
     if (part_at == NULL)
         goto fail;
     PyObject *items = PyTuple_New(12);
@@ -2014,6 +1985,52 @@ release:
     Py_XDECREF(request);
     Py_XDECREF(shown);
     Py_XDECREF(part_at);
+    return result;
+}
+
+PyDoc_STRVAR(subject_reading_doc,
+             "subject_reading(rule, slots, subject, match, match_type, /) -> match_type(...) or None or False\n\n"
+             "rules._reading(rule, subject, match) for a subject of printable ASCII: what the rule named rule "
+             "(its group positions slots, Rule._slots) reads from its match, None when it reads nothing, and "
+             "False when the Python is to read it (another subject, or subject_tables not called).");
+
+static PyObject *
+subject_reading(PyObject *module, PyObject *args)
+{
+    PyObject *rule, *slots, *subject, *match;
+    PyTypeObject *match_type;
+    if (!PyArg_ParseTuple(args, "UO!UOO!:subject_reading", &rule, &PyTuple_Type, &slots, &subject, &match,
+                          &PyType_Type, &match_type))
+        return NULL;
+    if (rd.extensions == NULL || PyTuple_GET_SIZE(slots) != 8 || !printable_ascii(subject) ||
+        PyUnicode_GET_LENGTH(subject) > MAX_SUBJECT)
+        Py_RETURN_FALSE;
+    PyObject *groups = PyObject_CallMethodNoArgs(match, rd.groups);
+    if (groups == NULL)
+        return NULL;
+    PyObject *result = NULL, *g[G_COUNT];
+    Py_ssize_t count = PyTuple_Check(groups) ? PyTuple_GET_SIZE(groups) : -1;
+    for (int k = 0; k < 8; k++) {
+        Py_ssize_t at = PyLong_AsSsize_t(PyTuple_GET_ITEM(slots, k));
+        if (at == -1 && PyErr_Occurred())
+            goto done;
+        g[k] = at >= 0 && at < count ? PyTuple_GET_ITEM(groups, at) : Py_None;
+        if (g[k] != Py_None && !PyUnicode_Check(g[k])) {
+            result = Py_NewRef(Py_False);
+            goto done;
+        }
+    }
+    Py_ssize_t p_start = -1;
+    if (g[G_P] != Py_None) {
+        PyObject *at = PyObject_CallMethod(match, "start", "n", PyLong_AsSsize_t(PyTuple_GET_ITEM(slots, G_P)) + 1);
+        if (at == NULL)
+            goto done;
+        p_start = PyLong_AsSsize_t(at);
+        Py_DECREF(at);
+        if (p_start == -1 && PyErr_Occurred())
+            goto done;
+    }
+    result = reading_of(rule, subject, g, p_start, match_type);
 done:
     Py_DECREF(groups);
     return result;
