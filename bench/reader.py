@@ -115,7 +115,7 @@ def main() -> None:
     chunks = chunks_of(lines, args.chunk)
     first, last = int(lines[0].split(b"\t", 1)[0]), int(lines[-1].split(b"\t", 1)[0])
     # The first part's subject of each file: what reaches the rules (later parts take the fast loops).
-    files = {}
+    files: dict[str, str] = {}
     for line in lines:
         subject = line.split(b"\t", 2)[1].decode("utf-8", "replace")
         files.setdefault(subject.rpartition("(")[0], subject)

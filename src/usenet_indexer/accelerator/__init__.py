@@ -88,6 +88,7 @@ class Speedups(Protocol):
         trailer: str,
         edges: str,
         tail: int,
+        names: tuple[str, ...],
         /,
     ) -> None: ...
 
@@ -100,6 +101,8 @@ class Speedups(Protocol):
         match_type: type[_Match],
         /,
     ) -> _Match | Literal[False] | None: ...
+
+    def default_match(self, subject: str, match_type: type[_Match], /) -> _Match | Literal[False] | None: ...
 
 
 if TYPE_CHECKING:  # the extension's stub must give what the protocol asks

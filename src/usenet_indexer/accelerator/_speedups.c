@@ -1254,6 +1254,7 @@ static struct {
     PyObject *kinds;             /* FileKind OTHER, PAR2, PAR2_VOLUME, SEVEN_ZIP, SPLIT, ZIP, RAR */
     PyObject *titles;            /* rules._TITLES: the title read from a text, cached */
     PyObject *cached_title;      /* rules._cached_title(text): reads and caches a title */
+    PyObject *names;             /* the built-in rules' names, in their order (default_match) */
     PyObject *groups, *start;    /* "groups", "start" */
     char trailer[128];           /* rules._TRAILER's ASCII characters */
     char edges[128];             /* naming._EDGES' ASCII characters */
@@ -1749,24 +1750,25 @@ counter(PyObject *group, int64_t *value, int *present)
 
 PyDoc_STRVAR(subject_tables_doc,
              "subject_tables(extensions, member_extensions, set_members, kinds, titles, cached_title, "
-             "trailer, edges, tail, /) -> None\n\n"
+             "trailer, edges, tail, names, /) -> None\n\n"
              "The Python's tables for subject_reading, handed over once (rules.py): naming._EXTENSIONS, "
              "_MEMBER_EXTENSIONS, SET_MEMBERS, the FileKinds OTHER, PAR2, PAR2_VOLUME, SEVEN_ZIP, SPLIT, ZIP and "
-             "RAR, rules._TITLES and _cached_title, rules._TRAILER, naming._EDGES and "
-             "naming._TAIL.");
+             "RAR, rules._TITLES and _cached_title, rules._TRAILER, naming._EDGES, "
+             "naming._TAIL and the names of rules._DEFAULT_RULES in their order.");
 
 static PyObject *
 subject_tables(PyObject *module, PyObject *args)
 {
-    PyObject *extensions, *member_extensions, *set_members, *kinds, *titles, *cached_title;
+    PyObject *extensions, *member_extensions, *set_members, *kinds, *titles, *cached_title, *names;
     PyObject *trailer, *edges;
     Py_ssize_t tail;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!O!OUUn:subject_tables", &PyDict_Type, &extensions, &PyFrozenSet_Type,
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!OUUnO!:subject_tables", &PyDict_Type, &extensions, &PyFrozenSet_Type,
                           &member_extensions, &PyFrozenSet_Type, &set_members, &PyTuple_Type, &kinds,
-                          &PyDict_Type, &titles, &cached_title, &trailer, &edges, &tail))
+                          &PyDict_Type, &titles, &cached_title, &trailer, &edges, &tail, &PyTuple_Type, &names))
         return NULL;
-    if (PyTuple_GET_SIZE(kinds) != K_COUNT || tail < 1 || tail > 256) {
-        PyErr_SetString(PyExc_ValueError, "subject_tables: 7 kinds and a tail of 1 to 256 characters");
+    if (PyTuple_GET_SIZE(kinds) != K_COUNT || tail < 1 || tail > 256 || PyTuple_GET_SIZE(names) < 6) {
+        PyErr_SetString(PyExc_ValueError,
+                        "subject_tables: 7 kinds, a tail of 1 to 256 characters and the built-in rules' names");
         return NULL;
     }
     PyObject *chars[2] = {trailer, edges};
@@ -1781,9 +1783,9 @@ subject_tables(PyObject *module, PyObject *args)
         into[k][o] = '\0';
     }
     PyObject **slots[] = {&rd.extensions, &rd.member_extensions, &rd.set_members, &rd.kinds,
-                          &rd.titles,     &rd.cached_title};
-    PyObject *values[] = {extensions, member_extensions, set_members, kinds, titles, cached_title};
-    for (int k = 0; k < 6; k++)
+                          &rd.titles,     &rd.cached_title,      &rd.names};
+    PyObject *values[] = {extensions, member_extensions, set_members, kinds, titles, cached_title, names};
+    for (int k = 0; k < 7; k++)
         Py_XSETREF(*slots[k], Py_NewRef(values[k]));
     rd.tail = tail;
     if (rd.groups == NULL && (rd.groups = PyUnicode_InternFromString("groups")) == NULL)
@@ -2036,6 +2038,322 @@ done:
     return result;
 }
 
+/* ---- the built-in rules' regexes (rules._DEFAULT_RULES) ------------------------------------------ */
+
+/* re.search of the built-in rules' patterns on printable ASCII, each a function named after its rule,
+   giving the same groups (start and end in sp->at and sp->to, -1 for a group that did not take part)
+   or 0 for no match. Read by hand from each pattern: where a greedy or lazy part backs off, the loop
+   that tries its lengths says in which order. tests/unit/indexing/test_subject_reading.py pins the
+   patterns these were written for and compares matches on generated subjects. */
+
+typedef struct {
+    Py_ssize_t at[G_COUNT], to[G_COUNT];
+} Spans;
+
+static inline int
+is_word_ascii(int c)
+{
+    return is_alnum_c(c) || c == '_';
+}
+
+static inline Py_ssize_t
+blanks(const char *s, Py_ssize_t n, Py_ssize_t k)
+{
+    while (k < n && s[k] == ' ')
+        k++;
+    return k;
+}
+
+/* \s*[-–:]?\s* */
+static inline Py_ssize_t
+separator(const char *s, Py_ssize_t n, Py_ssize_t k)
+{
+    k = blanks(s, n, k);
+    if (k < n && (s[k] == '-' || s[k] == ':'))
+        k++;
+    return blanks(s, n, k);
+}
+
+/* [-\s]* */
+static inline Py_ssize_t
+dashes(const char *s, Py_ssize_t n, Py_ssize_t k)
+{
+    while (k < n && (s[k] == ' ' || s[k] == '-'))
+        k++;
+    return k;
+}
+
+/* \d+ from k: its end, or -1 */
+static inline Py_ssize_t
+number_end(const char *s, Py_ssize_t n, Py_ssize_t k)
+{
+    Py_ssize_t from = k;
+    while (k < n && is_digit_c(s[k]))
+        k++;
+    return k > from ? k : -1;
+}
+
+static inline void
+set_group(Spans *sp, int group, Py_ssize_t at, Py_ssize_t to)
+{
+    sp->at[group] = at;
+    sp->to[group] = to;
+}
+
+/* "(?P<file>[^"]*)" from k, then the part counter rules._PART, (?:.*\((?P<p>\d+)/(?P<t>\d+)\))?: the
+   last "(p/t)" at or after the closing quote (.* backs off from the end). 1 on a match. */
+static int
+quoted_then_part(const char *s, Py_ssize_t n, Py_ssize_t k, Spans *sp)
+{
+    if (k >= n || s[k] != '"')
+        return 0;
+    const char *close = memchr(s + k + 1, '"', n - k - 1);
+    if (close == NULL)
+        return 0;
+    Py_ssize_t z = close - s;
+    set_group(sp, G_FILE, k + 1, z);
+    for (Py_ssize_t x = n - 1; x > z; x--) {
+        if (s[x] != '(')
+            continue;
+        Py_ssize_t a = number_end(s, n, x + 1);
+        if (a < 0 || a >= n || s[a] != '/')
+            continue;
+        Py_ssize_t b = number_end(s, n, a + 1);
+        if (b < 0 || b >= n || s[b] != ')')
+            continue;
+        set_group(sp, G_P, x + 1, a);
+        set_group(sp, G_T, a + 1, b);
+        break;
+    }
+    return 1;
+}
+
+// [\[(](?P<i>\d+)\s*/\s*(?P<n>\d+)[\])] from k (spaced) or \[(?P<i>\d+)/(?P<n>\d+)\] (not): its end or -1
+static Py_ssize_t
+file_counter(const char *s, Py_ssize_t n, Py_ssize_t k, int spaced, Spans *sp)
+{
+    if (k >= n || (s[k] != '[' && (!spaced || s[k] != '(')))
+        return -1;
+    Py_ssize_t a = number_end(s, n, k + 1);
+    if (a < 0)
+        return -1;
+    Py_ssize_t slash = spaced ? blanks(s, n, a) : a;
+    if (slash >= n || s[slash] != '/')
+        return -1;
+    Py_ssize_t from = spaced ? blanks(s, n, slash + 1) : slash + 1;
+    Py_ssize_t b = number_end(s, n, from);
+    if (b < 0 || b >= n || (s[b] != ']' && (!spaced || s[b] != ')')))
+        return -1;
+    set_group(sp, G_I, k + 1, a);
+    set_group(sp, G_N, from, b);
+    return b + 1;
+}
+
+/* ^\[(?P<request>\d{3,})\](?:[-\s]*\[[^\]]*\])*?[-\s]*\[\s*(?P<title>[^\]]+?)\s*\][-\s]*
+   \[(?P<i>\d+)/(?P<n>\d+)\][-\s]*"(?P<file>[^"]*)" + _PART */
+static int
+request_tagged(const char *s, Py_ssize_t n, Spans *sp)
+{
+    if (n < 1 || s[0] != '[')
+        return 0;
+    Py_ssize_t k = number_end(s, n, 1);
+    if (k < 4 || k >= n || s[k] != ']')
+        return 0;
+    set_group(sp, G_REQUEST, 1, k);
+    /* the lazy skip: the title in the first bracket, else in the next, ... */
+    for (Py_ssize_t at = k + 1;;) {
+        Py_ssize_t open = dashes(s, n, at);
+        if (open >= n || s[open] != '[')
+            return 0;
+        const char *end = memchr(s + open + 1, ']', n - open - 1);
+        if (end == NULL)
+            return 0;
+        Py_ssize_t close = end - s;
+        if (close > open + 1) {
+            /* \s*(?P<title>[^\]]+?)\s*\]: the content without its outer blanks; all blanks, the last */
+            Py_ssize_t a = blanks(s, close, open + 1), b = close;
+            if (a == close)
+                a = close - 1;
+            else
+                while (s[b - 1] == ' ')
+                    b--;
+            Py_ssize_t after = file_counter(s, n, dashes(s, n, close + 1), 0, sp);
+            if (after >= 0 && quoted_then_part(s, n, dashes(s, n, after), sp)) {
+                set_group(sp, G_TITLE, a, b);
+                return 1;
+            }
+            sp->at[G_I] = sp->to[G_I] = sp->at[G_N] = sp->to[G_N] = -1;
+            sp->at[G_FILE] = sp->to[G_FILE] = sp->at[G_P] = sp->to[G_P] = sp->at[G_T] = sp->to[G_T] = -1;
+        }
+        at = close + 1;
+    }
+}
+
+// ^\s*[\[(](?P<i>\d+)\s*/\s*(?P<n>\d+)[\])]\s*[-–:]?\s*"(?P<file>[^"]*)" + _PART
+static int
+counter_file(const char *s, Py_ssize_t n, Spans *sp)
+{
+    Py_ssize_t k = file_counter(s, n, blanks(s, n, 0), 1, sp);
+    return k >= 0 && quoted_then_part(s, n, separator(s, n, k), sp);
+}
+
+/* What follows the title of file_of, from k: (title's) \s*[-–:]?\s* when titled, then
+   \bFile\s+(?P<i>\d+)\s+of\s+(?P<n>\d+)\s*[-–:]?\s*"(?P<file>[^"]*)" + _PART, (?i) */
+static int
+file_of_rest(const char *s, Py_ssize_t n, Py_ssize_t k, int titled, Spans *sp)
+{
+    if (titled)
+        k = separator(s, n, k);
+    if (k + 4 > n || (k > 0 && is_word_ascii(s[k - 1])) || lower_c(s[k]) != 'f' || lower_c(s[k + 1]) != 'i' ||
+        lower_c(s[k + 2]) != 'l' || lower_c(s[k + 3]) != 'e')
+        return 0;
+    Py_ssize_t a = blanks(s, n, k + 4);
+    if (a == k + 4)
+        return 0;
+    Py_ssize_t a_end = number_end(s, n, a);
+    if (a_end < 0)
+        return 0;
+    Py_ssize_t of = blanks(s, n, a_end);
+    if (of == a_end || of + 2 > n || lower_c(s[of]) != 'o' || lower_c(s[of + 1]) != 'f')
+        return 0;
+    Py_ssize_t b = blanks(s, n, of + 2);
+    if (b == of + 2)
+        return 0;
+    Py_ssize_t b_end = number_end(s, n, b);
+    if (b_end < 0 || !quoted_then_part(s, n, separator(s, n, b_end), sp))
+        return 0;
+    set_group(sp, G_I, a, a_end);
+    set_group(sp, G_N, b, b_end);
+    return 1;
+}
+
+// What follows the title of name_counter_file, from k:
+// \s*[-–:]?\s*[\[(](?P<i>\d+)\s*/\s*(?P<n>\d+)[\])]\s*[-–:]?\s*"(?P<file>[^"]*)" + _PART
+static int
+counter_rest(const char *s, Py_ssize_t n, Py_ssize_t k, Spans *sp)
+{
+    Py_ssize_t after = file_counter(s, n, separator(s, n, k), 1, sp);
+    return after >= 0 && quoted_then_part(s, n, separator(s, n, after), sp);
+}
+
+/* A title [^"]*\S then rest: the title as long as it can be (up to and with the first quote, which \S
+   takes), backed off one character at a time. */
+static int
+titled(const char *s, Py_ssize_t n, int file_of, Spans *sp)
+{
+    const char *quote = memchr(s, '"', n);
+    Py_ssize_t longest = quote == NULL ? n : quote - s + 1;
+    for (Py_ssize_t e = longest; e >= 1; e--) {
+        if (s[e - 1] == ' ')
+            continue;
+        if (file_of ? file_of_rest(s, n, e, 1, sp) : counter_rest(s, n, e, sp)) {
+            set_group(sp, G_TITLE, 0, e);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* (?i)^(?:(?P<title>[^"]*\S)\s*[-–:]?\s*)?\bFile\s+... : with a title if one fits, else without */
+static int
+file_of(const char *s, Py_ssize_t n, Spans *sp)
+{
+    return titled(s, n, 1, sp) || file_of_rest(s, n, 0, 0, sp);
+}
+
+/* ^(?P<title>[^"]*?)"(?P<file>[^"]+)" + _PART */
+static int
+quoted_file(const char *s, Py_ssize_t n, Spans *sp)
+{
+    const char *quote = memchr(s, '"', n);
+    if (quote == NULL)
+        return 0;
+    Py_ssize_t q = quote - s;
+    if (q + 1 < n && s[q + 1] == '"')
+        return 0;
+    if (!quoted_then_part(s, n, q, sp))
+        return 0;
+    set_group(sp, G_TITLE, 0, q);
+    return 1;
+}
+
+static int
+has_text(const char *s, Py_ssize_t n, const char *lower)
+{
+    Py_ssize_t w = (Py_ssize_t)strlen(lower);
+    for (Py_ssize_t k = 0; k + w <= n; k++) {
+        Py_ssize_t q = 0;
+        while (q < w && lower_c(s[k + q]) == lower[q])
+            q++;
+        if (q == w)
+            return 1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(default_match_doc,
+             "default_match(subject, match_type, /) -> match_type(...) or None or False\n\n"
+             "RuleSet.match(subject) of the built-in rules (rules._DEFAULT_RULES, named as subject_tables was "
+             "given them) for the subjects it knows: printable ASCII read by one of request_tagged, counter_file, "
+             "file_of, name_counter_file or quoted_file. False for any other (the Python matches it).");
+
+static PyObject *
+default_match(PyObject *module, PyObject *args)
+{
+    PyObject *subject;
+    PyTypeObject *match_type;
+    if (!PyArg_ParseTuple(args, "UO!:default_match", &subject, &PyType_Type, &match_type))
+        return NULL;
+    if (rd.names == NULL || !printable_ascii(subject) || PyUnicode_GET_LENGTH(subject) > MAX_SUBJECT)
+        Py_RETURN_FALSE;
+    const char *s = (const char *)PyUnicode_1BYTE_DATA(subject);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(subject);
+    enum { R_REQUEST_TAGGED, R_COUNTER_FILE, R_FILE_OF, R_BRACKETED_FILE, R_NAME_COUNTER_FILE, R_QUOTED_FILE };
+    for (int rule = R_REQUEST_TAGGED; rule <= R_QUOTED_FILE; rule++) {
+        Spans sp;
+        for (int k = 0; k < G_COUNT; k++)
+            sp.at[k] = sp.to[k] = -1;
+        int matched = 0;
+        switch (rule) {
+        case R_REQUEST_TAGGED:
+            matched = request_tagged(s, n, &sp);
+            break;
+        case R_COUNTER_FILE:
+            matched = counter_file(s, n, &sp);
+            break;
+        case R_FILE_OF:
+            matched = has_text(s, n, "file") && file_of(s, n, &sp);
+            break;
+        case R_BRACKETED_FILE:
+            if (has_text(s, n, "\"\""))
+                Py_RETURN_FALSE; /* its rule's subjects are rare: the Python matches them */
+            break;
+        case R_NAME_COUNTER_FILE:
+            matched = titled(s, n, 0, &sp);
+            break;
+        case R_QUOTED_FILE:
+            matched = quoted_file(s, n, &sp);
+            break;
+        }
+        if (!matched)
+            continue;
+        PyObject *g[G_COUNT];
+        int ok = 1;
+        for (int k = 0; k < G_COUNT; k++) {
+            g[k] = sp.at[k] < 0 ? Py_NewRef(Py_None) : PyUnicode_Substring(subject, sp.at[k], sp.to[k]);
+            ok &= g[k] != NULL;
+        }
+        PyObject *found = ok ? reading_of(PyTuple_GET_ITEM(rd.names, rule), subject, g, sp.at[G_P], match_type)
+                             : NULL;
+        for (int k = 0; k < G_COUNT; k++)
+            Py_XDECREF(g[k]);
+        if (found != Py_None)
+            return found; /* a reading, False, or an error */
+        Py_DECREF(found);
+    }
+    Py_RETURN_FALSE; /* the rules after quoted_file: the Python's */
+}
+
 /* ---- the module --------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -2049,6 +2367,7 @@ static PyMethodDef methods[] = {
     {"segment_blob", segment_blob, METH_O, segment_blob_doc},
     {"subject_tables", subject_tables, METH_VARARGS, subject_tables_doc},
     {"subject_reading", subject_reading, METH_VARARGS, subject_reading_doc},
+    {"default_match", default_match, METH_VARARGS, default_match_doc},
     {NULL, NULL, 0, NULL},
 };
 

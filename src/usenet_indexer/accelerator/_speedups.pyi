@@ -47,8 +47,10 @@ def subject_tables(
     trailer: str,
     edges: str,
     tail: int,
+    names: tuple[str, ...],
     /,
 ) -> None: ...
 def subject_reading(
     rule: str, slots: tuple[int, ...], subject: str, match: Match[str], match_type: type[_Match], /
 ) -> _Match | Literal[False] | None: ...
+def default_match(subject: str, match_type: type[_Match], /) -> _Match | Literal[False] | None: ...

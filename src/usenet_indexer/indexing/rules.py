@@ -183,6 +183,10 @@ class RuleSet:
         rules = self._by_group.get(group)
         if rules is None:
             rules = tuple(rule for rule in self.rules if rule.applies_to(group))
+            if len(rules) == len(_DEFAULT_RULES) and all(
+                a is b for a, b in zip(rules, _DEFAULT_RULES, strict=True)
+            ):
+                rules = _DEFAULT_RULES  # the built-in rules, which the C matcher knows (match)
             if len(self._by_group) > 10_000:  # a worker sees few groups; never let this grow unbounded
                 self._by_group.clear()
             self._by_group[group] = rules
@@ -190,16 +194,22 @@ class RuleSet:
 
     def match(self, subject: str, group: str) -> SubjectMatch | None:
         """What the first applicable rule reads from ``subject``, or None when no rule matches."""
+        rules = self.for_group(group)
+        # The C twins where they are built (asked here, not once: tests switch paths): the built-in
+        # rules' regexes and _reading for the subjects they know, and _reading for any rule's match. Both
+        # return False for a subject they leave to the Python (anything but printable ASCII).
+        native = accelerator.speedups
+        if native is not None and rules is _DEFAULT_RULES:
+            known = native.default_match(subject, SubjectMatch)
+            if known is not False:
+                return known
         lower = subject.lower()
-        for rule in self.for_group(group):
+        for rule in rules:
             requires = rule._requires
             if requires is not None and requires not in lower:
                 continue
             m = rule._subject_re.search(subject)
             if m is not None:
-                # The C twin of _reading where it is built (asked here, not once: tests switch paths);
-                # it returns False for a subject it leaves to the Python (anything but printable ASCII).
-                native = accelerator.speedups
                 found = (
                     False
                     if native is None
@@ -501,6 +511,7 @@ if accelerator.speedups is not None:
         _TRAILER,
         naming._EDGES,
         naming._TAIL,
+        tuple(rule.name for rule in _DEFAULT_RULES),
     )
 
 

@@ -138,9 +138,8 @@ def test_the_c_reads_what_the_python_reads(subject: str) -> None:
     check(subject)
 
 
-def test_the_sample_shapes_are_read_by_the_c() -> None:
-    """Every subject style of sample.py (named, request, file-of, noisy, obfuscated, random): the same
-    readings, and the C makes them itself, not the Python behind it."""
+def sample_subjects() -> list[str]:
+    """The first part's subject of every file of two sample plans: sample.plan's styles and today's."""
     seen: set[str] = set()
     rng = random.Random(3)
     for release in sample.plan(rng, 300, G, max_parts=3):
@@ -150,12 +149,74 @@ def test_the_sample_shapes_are_read_by_the_c() -> None:
     for article, _, _ in today.articles():
         seen.add(article.subject)
     assert len(seen) > 1_000
+    return sorted(seen)
+
+
+def test_the_sample_shapes_are_read_by_the_c() -> None:
+    """Every subject style of sample.py (named, request, file-of, noisy, obfuscated, random): the same
+    readings, and the C makes them itself, not the Python behind it."""
+    seen = sample_subjects()
     made = read = 0
-    for subject in sorted(seen):
+    for subject in seen:
         made += check(subject)
         read += default_rules().match(subject, G) is not None
     assert read > 0.7 * len(seen)  # the rest: random articles' subjects, which no rule reads
     assert made >= read  # each subject a rule reads, read by the C
+
+
+def pure_match(subject: str) -> SubjectMatch | None:
+    """The built-in rules' reading with no C at all: the Python's regexes and _reading."""
+    held = accelerator.speedups
+    accelerator.speedups = None
+    try:
+        return default_rules().match(subject, G)
+    finally:
+        accelerator.speedups = held
+
+
+def check_match(subject: str) -> bool:
+    """The C matcher of the built-in rules against the Python's; whether the C read the subject itself."""
+    assert NATIVE is not None
+    got = NATIVE.default_match(subject, SubjectMatch)
+    if got is False:
+        return False
+    assert printable_ascii(subject), subject
+    expected = pure_match(subject)
+    assert got == expected, subject
+    if got is not None:
+        assert expected is not None
+        assert type(got) is SubjectMatch
+        assert [type(v) for v in got] == [type(v) for v in expected], subject
+    return True
+
+
+@settings(max_examples=1500, deadline=None)
+@given(subjects)
+@example('[123456]-[FULL]-[#a.b.x]-[ Name ]-[01/20] - "file.rar" yEnc (1/50)')
+@example('[123456]-[  ]-[]-[x]-[1/2]-[ y ]-[3/4] - "f.rar" yEnc (1/5) (2/9)')
+@example('[123]-[1/2] - "a" "b"')
+@example('Title (2019) - File 1 of 5 - "a.rar" yEnc (1/2)')
+@example('xFile 1 of 5 - "a.rar"')
+@example('File 1 of 5 - "a.rar"')
+@example('A "B" - File 1 of 5 - "a.rar"')
+@example('"x" [1/5] "a.rar" yEnc (1/2)')
+@example('T - [1/5] - "" yEnc (1/2)')
+@example('"" "a.rar" yEnc (1/2)')
+@example('Name (1/5) "a.rar" yEnc ((2/3) (12/x) (4/5')
+@example('[12]-[ Name ]-[1/2] - "a.rar" yEnc (1/2)')
+@example('[123]-[]-[1/2] - "a.rar" yEnc (1/2)')
+@example('T - File 1of 5 - "a.rar" yEnc (1/2)')
+@example('[PRiVATE]-[WtFnZb]-[Name.mkv]-[1/5] - "" yEnc (1/50)')
+def test_the_c_matches_what_the_python_matches(subject: str) -> None:
+    check_match(subject)
+
+
+def test_the_c_matches_the_sample_shapes_itself() -> None:
+    """The built-in rules on every subject style of sample.py: the same readings, nearly all made by
+    the C (bare subjects, empty quotes and random articles' subjects are the Python's)."""
+    subjects = sample_subjects()
+    made = sum(check_match(subject) for subject in subjects)
+    assert made > 0.7 * len(subjects)
 
 
 @pytest.mark.fuzz
@@ -163,6 +224,7 @@ def test_the_sample_shapes_are_read_by_the_c() -> None:
 @given(subjects)
 def test_the_c_reads_what_the_python_reads_at_length(subject: str) -> None:
     check(subject)
+    check_match(subject)
 
 
 @settings(max_examples=300, deadline=None)
@@ -217,6 +279,41 @@ TWINS = {
     "naming._NORMAL (normalised)": (naming._NORMAL, r"[^0-9a-z]+", 0),
     "rules._REQUEST_PREFIX (subject_reading)": (rules._REQUEST_PREFIX, r"^\s*\[\s*(\d{3,})\s*\]", 0),
 }
+
+
+# The built-in rules the C matcher (default_match) has twins of, in their order, as written: a change to
+# one of them, or a rule put before them, must change the C.
+MATCHED = [
+    ("request_tagged", rules._DEFAULT_RULES[0].subject, None),
+    ("counter_file", rules._DEFAULT_RULES[1].subject, None),
+    ("file_of", rules._DEFAULT_RULES[2].subject, "file"),
+    ("bracketed_file", None, '""'),  # not matched by the C: it hands over a subject this rule would try
+    ("name_counter_file", rules._DEFAULT_RULES[4].subject, None),
+    ("quoted_file", rules._DEFAULT_RULES[5].subject, None),
+]
+PART = r"(?:.*\((?P<p>\d+)/(?P<t>\d+)\))?"
+AS_WRITTEN = {
+    "request_tagged": r"^\[(?P<request>\d{3,})\](?:[-\s]*\[[^\]]*\])*?[-\s]*"
+    r"\[\s*(?P<title>[^\]]+?)\s*\][-\s]*"
+    r'\[(?P<i>\d+)/(?P<n>\d+)\][-\s]*"(?P<file>[^"]*)"' + PART,
+    "counter_file": r'^\s*[\[(](?P<i>\d+)\s*/\s*(?P<n>\d+)[\])]\s*[-–:]?\s*"(?P<file>[^"]*)"' + PART,
+    "file_of": r'(?i)^(?:(?P<title>[^"]*\S)\s*[-–:]?\s*)?\bFile\s+(?P<i>\d+)\s+of\s+(?P<n>\d+)\s*[-–:]?\s*'
+    r'"(?P<file>[^"]*)"' + PART,
+    "name_counter_file": r'^(?P<title>[^"]*\S)\s*[-–:]?\s*[\[(](?P<i>\d+)\s*/\s*(?P<n>\d+)[\])]\s*[-–:]?\s*'
+    r'"(?P<file>[^"]*)"' + PART,
+    "quoted_file": r'^(?P<title>[^"]*?)"(?P<file>[^"]+)"' + PART,
+}
+
+
+def test_the_rules_with_c_twins_are_as_written() -> None:
+    built_in = rules._DEFAULT_RULES
+    assert [(r.name, r.requires, r.group) for r in built_in[: len(MATCHED)]] == [
+        (name, requires, None) for name, _, requires in MATCHED
+    ]
+    for name, pattern, _ in MATCHED:
+        if pattern is not None:
+            assert pattern == AS_WRITTEN[name], name
+    assert default_rules().for_group(G) is built_in  # what match() asks before it calls the C matcher
 
 
 @pytest.mark.parametrize("name", sorted(TWINS))
