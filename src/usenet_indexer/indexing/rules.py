@@ -192,15 +192,18 @@ class RuleSet:
             self._by_group[group] = rules
         return rules
 
-    def match(self, subject: str, group: str) -> SubjectMatch | None:
-        """What the first applicable rule reads from ``subject``, or None when no rule matches."""
+    def match(self, subject: str, group: str, *, native: bool = True) -> SubjectMatch | None:
+        """What the first applicable rule reads from ``subject``, or None when no rule matches.
+
+        ``native``: use the C accelerator where it is built (the same readings), or not (False: the
+        pure-Python path of an indexer made with ``native=False``)."""
         rules = self.for_group(group)
         # The C twins where they are built (asked here, not once: tests switch paths): the built-in
         # rules' regexes and _reading for the subjects they know, and _reading for any rule's match. Both
         # return False for a subject they leave to the Python (anything but printable ASCII).
-        native = accelerator.speedups
-        if native is not None and rules is _DEFAULT_RULES:
-            known = native.default_match(subject, SubjectMatch)
+        speedups = accelerator.speedups if native else None
+        if speedups is not None and rules is _DEFAULT_RULES:
+            known = speedups.default_match(subject, SubjectMatch)
             if known is not False:
                 return known
         lower = subject.lower()
@@ -212,8 +215,8 @@ class RuleSet:
             if m is not None:
                 found = (
                     False
-                    if native is None
-                    else native.subject_reading(rule.name, rule._slots, subject, m, SubjectMatch)
+                    if speedups is None
+                    else speedups.subject_reading(rule.name, rule._slots, subject, m, SubjectMatch)
                 )
                 if found is False:
                     found = _reading(rule, subject, m)
