@@ -1,7 +1,8 @@
 """The optional C accelerator, or None: one place decides which path runs for every caller.
 
 ``_speedups`` (``_speedups.c``) holds native twins of the hot paths: the indexer's fast loop over a
-clean chunk and the building of a file's columns at take(), the segment blob's writing and reading
+clean chunk and the building of a file's columns at take(), a new file's subject read by the rules
+(indexing/rules.py, printable-ASCII subjects), the segment blob's writing and reading
 (indexing/merge.py), and the NNTP reader's line scan (nntp/_readers.py). A module of its own, below
 both indexing and nntp, so that neither imports the other for it (tests/unit/test_layering.py): it
 imports nothing of the package, and the C code is given the fragment type it builds (``file_type``).

@@ -22,6 +22,10 @@ checked against their Python twins by tests/unit/indexing/test_shared_limits.py.
   fragment.check_file) for the segment blob a worker posts and the coordinator stores: the same bytes
   written, the same files or the same refusal read. column_range() is min() and max() of an int64
   column without an int per value (wire/batch.py's check_authority).
+* subject_reading() is rules._reading (with naming.py's file_kind, release_base, looks_obfuscated,
+  clean_name and normalise) for a rule's match on a subject of printable ASCII; default_match() is
+  RuleSet.match of the built-in rules, their regexes too, for the shapes posters send most. Both return
+  False for anything else, and the Python reads it (tests/unit/indexing/test_subject_reading.py).
 * line_scan() counts the LFs of a block of a multi-line NNTP reply and finds its first "LF ." (the
   terminator's candidate) for nntp/_readers.py.
 
