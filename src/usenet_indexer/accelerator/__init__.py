@@ -1,7 +1,8 @@
 """The optional C accelerator, or None: one place decides which path runs for every caller.
 
 ``_speedups`` (``_speedups.c``) holds native twins of the hot paths: the indexer's fast loop over a
-clean chunk and the building of a file's columns at take(), the segment blob's writing and reading
+clean chunk and the building of a file's columns at take(), a new file's subject read by the rules
+(indexing/rules.py, printable-ASCII subjects), the segment blob's writing and reading
 (indexing/merge.py), and the NNTP reader's line scan (nntp/_readers.py). A module of its own, below
 both indexing and nntp, so that neither imports the other for it (tests/unit/test_layering.py): it
 imports nothing of the package, and the C code is given the fragment type it builds (``file_type``).
@@ -20,12 +21,15 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import re
 from array import array
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 # indexing.fragment.FileFragment: its fields are read and set by name (_speedups.c, file_field_names)
 _File = TypeVar("_File")
+# indexing.rules.SubjectMatch: a NamedTuple the C code builds as tuple.__new__ does
+_Match = TypeVar("_Match", bound=tuple[Any, ...])
 
 PURE_ENV = "USENET_INDEXER_PURE"
 
@@ -73,6 +77,33 @@ class Speedups(Protocol):
     ) -> list[_File]: ...
 
     def column_range(self, column: array[int], /) -> tuple[int, int]: ...
+
+    def subject_tables(
+        self,
+        extensions: dict[str, Any],
+        member_extensions: frozenset[str],
+        set_members: frozenset[Any],
+        kinds: tuple[Any, ...],
+        titles: dict[str, str | None],
+        cached_title: Callable[[str], str | None],
+        trailer: str,
+        edges: str,
+        tail: int,
+        names: tuple[str, ...],
+        /,
+    ) -> None: ...
+
+    def subject_reading(
+        self,
+        rule: str,
+        slots: tuple[int, ...],
+        subject: str,
+        match: re.Match[str],
+        match_type: type[_Match],
+        /,
+    ) -> _Match | Literal[False] | None: ...
+
+    def default_match(self, subject: str, match_type: type[_Match], /) -> _Match | Literal[False] | None: ...
 
 
 if TYPE_CHECKING:  # the extension's stub must give what the protocol asks

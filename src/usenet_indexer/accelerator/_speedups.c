@@ -22,6 +22,10 @@ checked against their Python twins by tests/unit/indexing/test_shared_limits.py.
   fragment.check_file) for the segment blob a worker posts and the coordinator stores: the same bytes
   written, the same files or the same refusal read. column_range() is min() and max() of an int64
   column without an int per value (wire/batch.py's check_authority).
+* subject_reading() is rules._reading (with naming.py's file_kind, release_base, looks_obfuscated,
+  clean_name and normalise) for a rule's match on a subject of printable ASCII; default_match() is
+  RuleSet.match of the built-in rules, their regexes too, for the shapes posters send most. Both return
+  False for anything else, and the Python reads it (tests/unit/indexing/test_subject_reading.py).
 * line_scan() counts the LFs of a block of a multi-line NNTP reply and finds its first "LF ." (the
   terminator's candidate) for nntp/_readers.py.
 
@@ -1237,6 +1241,1123 @@ line_scan(PyObject *module, PyObject *arg)
     return Py_BuildValue("(nn)", newlines, dot);
 }
 
+/* ---- a subject's reading (rules.py's _reading) -------------------------------------------------- */
+
+/* rules._reading and the naming.py helpers it calls, for a subject of printable ASCII only (0x20 to
+   0x7E): there the regexes' Unicode-wide \s, \d and re.I, str.strip() and str.lower() all reduce to
+   the ASCII rules written here, and a blank is only " ". Anything else (another character, a counter
+   that is not plain digits, a title read as something not ASCII) returns False and the Python reads
+   it. The rule's regex stays in Python: this is given its match. The tables (extensions, tags,
+   separators, the title cache) are the Python's own objects, handed over once by rules.py
+   (subject_tables), so each rule has one home. */
+
+static struct {
+    PyObject *extensions;        /* naming._EXTENSIONS: extension -> FileKind */
+    PyObject *member_extensions; /* naming._MEMBER_EXTENSIONS */
+    PyObject *set_members;       /* naming.SET_MEMBERS */
+    PyObject *kinds;             /* FileKind OTHER, PAR2, PAR2_VOLUME, SEVEN_ZIP, SPLIT, ZIP, RAR */
+    PyObject *titles;            /* rules._TITLES: the title read from a text, cached */
+    PyObject *cached_title;      /* rules._cached_title(text): reads and caches a title */
+    PyObject *names;             /* the built-in rules' names, in their order (default_match) */
+    PyObject *groups, *start;    /* "groups", "start" */
+    char trailer[128];           /* rules._TRAILER's ASCII characters */
+    char edges[128];             /* naming._EDGES' ASCII characters */
+    Py_ssize_t tail;             /* naming._TAIL */
+} rd;
+
+enum { K_OTHER, K_PAR2, K_PAR2_VOLUME, K_SEVEN_ZIP, K_SPLIT, K_ZIP, K_RAR, K_COUNT };
+
+typedef struct {
+    const char *s;
+    Py_ssize_t n;
+} Span;
+
+static inline int
+lower_c(int c)
+{
+    return c >= 'A' && c <= 'Z' ? c + 32 : c;
+}
+
+static inline int
+is_digit_c(int c)
+{
+    return c >= '0' && c <= '9';
+}
+
+static inline int
+is_alnum_c(int c)
+{
+    return is_digit_c(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* All of the text is printable ASCII: the only input read here. */
+static int
+printable_ascii(PyObject *text)
+{
+    if (!PyUnicode_IS_ASCII(text))
+        return 0;
+    const unsigned char *s = PyUnicode_1BYTE_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (s[k] < 0x20 || s[k] > 0x7E)
+            return 0;
+    }
+    return 1;
+}
+
+static inline Span
+span_of(PyObject *text)
+{
+    Span out = {(const char *)PyUnicode_1BYTE_DATA(text), PyUnicode_GET_LENGTH(text)};
+    return out;
+}
+
+/* str.strip() of printable ASCII */
+static Span
+stripped(Span t)
+{
+    while (t.n > 0 && t.s[0] == ' ') {
+        t.s++;
+        t.n--;
+    }
+    while (t.n > 0 && t.s[t.n - 1] == ' ')
+        t.n--;
+    return t;
+}
+
+static Span
+rstripped_of(Span t, const char *chars)
+{
+    while (t.n > 0 && strchr(chars, t.s[t.n - 1]) != NULL && t.s[t.n - 1] != '\0')
+        t.n--;
+    return t;
+}
+
+/* rules._trimmed */
+static Span
+trimmed(Span t)
+{
+    t = rstripped_of(t, rd.trailer);
+    if (t.n >= 4 && lower_c(t.s[t.n - 4]) == 'y' && lower_c(t.s[t.n - 3]) == 'e' && lower_c(t.s[t.n - 2]) == 'n' &&
+        lower_c(t.s[t.n - 1]) == 'c') {
+        t.n -= 4;
+        t = rstripped_of(t, rd.trailer);
+    }
+    return stripped(t);
+}
+
+/* The length of a match of naming._PAR2_VOLUME (\.vol\d+[+-]\d+$, re.I) or, with part set,
+   _PART_VOLUME (\.part\d+$, re.I) searched in the last rd.tail characters of t; 0 for none. Read from
+   the end: the pattern can match in one place only. */
+static Py_ssize_t
+volume_suffix(Span t, int part)
+{
+    Py_ssize_t j = t.n, d;
+    for (d = 0; j > 0 && is_digit_c(t.s[j - 1]); j--, d++)
+        ;
+    if (d == 0)
+        return 0;
+    const char *word = "part";
+    if (!part) {
+        if (j == 0 || (t.s[j - 1] != '+' && t.s[j - 1] != '-'))
+            return 0;
+        j--;
+        for (d = 0; j > 0 && is_digit_c(t.s[j - 1]); j--, d++)
+            ;
+        if (d == 0)
+            return 0;
+        word = "vol";
+    }
+    Py_ssize_t w = (Py_ssize_t)strlen(word);
+    if (j < w + 1 || t.s[j - w - 1] != '.')
+        return 0;
+    for (Py_ssize_t k = 0; k < w; k++) {
+        if (lower_c(t.s[j - w + k]) != word[k])
+            return 0;
+    }
+    Py_ssize_t length = t.n - (j - w - 1);
+    return length <= rd.tail ? length : 0;
+}
+
+/* The lower case of t as a new str */
+static PyObject *
+lower_str(Span t)
+{
+    PyObject *out = PyUnicode_New(t.n, 127);
+    if (out == NULL)
+        return NULL;
+    char *o = (char *)PyUnicode_1BYTE_DATA(out);
+    for (Py_ssize_t k = 0; k < t.n; k++)
+        o[k] = (char)lower_c(t.s[k]);
+    return out;
+}
+
+/* naming._NUMBERED.fullmatch of a lower-case extension: the kind (K_ZIP, K_RAR), or -1 */
+static int
+numbered(Span ext)
+{
+    if (ext.n < 3 || ext.n > 4 || (ext.s[0] != 'r' && ext.s[0] != 's' && ext.s[0] != 'z'))
+        return -1;
+    for (Py_ssize_t k = 1; k < ext.n; k++) {
+        if (!is_digit_c(ext.s[k]))
+            return -1;
+    }
+    return ext.s[0] == 'z' ? K_ZIP : K_RAR;
+}
+
+static int
+all_digits(Span t)
+{
+    for (Py_ssize_t k = 0; k < t.n; k++) {
+        if (!is_digit_c(t.s[k]))
+            return 0;
+    }
+    return 1;
+}
+
+/* naming.file_kind: a new reference to the kind, or NULL */
+static PyObject *
+file_kind_of(Span name)
+{
+    char low[256];
+    Py_ssize_t n = name.n < rd.tail ? name.n : rd.tail;
+    if (n > (Py_ssize_t)sizeof low)
+        n = sizeof low; /* rd.tail is checked against it in subject_tables */
+    for (Py_ssize_t k = 0; k < n; k++)
+        low[k] = (char)lower_c(name.s[name.n - n + k]);
+    Py_ssize_t dot = n - 1;
+    while (dot >= 0 && low[dot] != '.')
+        dot--;
+    int kind = K_OTHER;
+    if (dot >= 0) {
+        Span head = {low, dot}, ext = {low + dot + 1, n - dot - 1};
+        PyObject *key = PyUnicode_FromStringAndSize(ext.s, ext.n);
+        if (key == NULL)
+            return NULL;
+        PyObject *found = PyDict_GetItemWithError(rd.extensions, key);
+        Py_DECREF(key);
+        if (found != NULL)
+            return Py_NewRef(found);
+        if (PyErr_Occurred())
+            return NULL;
+        if (ext.n == 4 && memcmp(ext.s, "par2", 4) == 0)
+            kind = volume_suffix(head, 0) ? K_PAR2_VOLUME : K_PAR2;
+        else if (ext.n == 3 && all_digits(ext))
+            kind = head.n >= 3 && memcmp(head.s + head.n - 3, ".7z", 3) == 0 ? K_SEVEN_ZIP : K_SPLIT;
+        else if ((kind = numbered(ext)) < 0)
+            kind = K_OTHER;
+    }
+    return Py_NewRef(PyTuple_GET_ITEM(rd.kinds, kind));
+}
+
+/* naming.release_base of a stripped name: the length of its prefix that is the base, or -1 (error) */
+static Py_ssize_t
+release_base_of(Span name)
+{
+    Py_ssize_t dot = name.n - 1;
+    while (dot >= 0 && name.s[dot] != '.')
+        dot--;
+    if (dot <= 0)
+        return name.n;
+    Span head = {name.s, dot}, ext = {name.s + dot + 1, name.n - dot - 1};
+    char low[8];
+    if (ext.n <= 4) {
+        for (Py_ssize_t k = 0; k < ext.n; k++)
+            low[k] = (char)lower_c(ext.s[k]);
+        Span lower = {low, ext.n};
+        if ((ext.n == 4 && memcmp(low, "par2", 4) == 0) || (ext.n == 3 && memcmp(low, "rar", 3) == 0)) {
+            Py_ssize_t cut = volume_suffix(head, ext.n == 3);
+            return head.n - cut > 0 ? head.n - cut : name.n;
+        }
+        if (ext.n == 3 && all_digits(lower)) {
+            int seven = head.n > 3 && head.s[head.n - 3] == '.' && lower_c(head.s[head.n - 2]) == '7' &&
+                        lower_c(head.s[head.n - 1]) == 'z';
+            return seven ? head.n - 3 : head.n;
+        }
+        if (numbered(lower) >= 0)
+            return head.n;
+    }
+    PyObject *key = lower_str(ext);
+    if (key == NULL)
+        return -1;
+    int member = PySet_Contains(rd.member_extensions, key);
+    Py_DECREF(key);
+    if (member < 0)
+        return -1;
+    return member ? head.n : name.n;
+}
+
+/* naming.looks_obfuscated */
+static int
+obfuscated_name(Span t)
+{
+    t = stripped(t);
+    if (t.n == 0)
+        return 0;
+    Py_ssize_t hex = 0, digit = 0, upper = 0, lower = 0, runs = 0, single = 0, run = 0;
+    for (Py_ssize_t k = 0; k < t.n; k++) {
+        int c = (unsigned char)t.s[k];
+        int is_lower = c >= 'a' && c <= 'z';
+        hex += is_digit_c(c) || (lower_c(c) >= 'a' && lower_c(c) <= 'f');
+        digit += is_digit_c(c);
+        upper += c >= 'A' && c <= 'Z';
+        lower += is_lower;
+        if (is_lower)
+            run++;
+        if ((!is_lower || k == t.n - 1) && run > 0) {
+            runs++;
+            single += run == 1;
+            run = 0;
+        }
+    }
+    if (hex == t.n && t.n >= 16)
+        return 1;
+    if (digit + upper + lower != t.n || t.n < 12)
+        return 0;
+    if (digit >= 2 && upper + lower >= 2)
+        return 1;
+    return t.n >= 16 && upper >= 4 && runs >= 4 && single * 2 >= runs;
+}
+
+/* naming.normalise of printable ASCII into out (t.n bytes at most): its length */
+static Py_ssize_t
+normalised(Span t, char *out)
+{
+    Py_ssize_t n = 0;
+    for (Py_ssize_t k = 0; k < t.n; k++) {
+        int c = lower_c(t.s[k]);
+        if (is_digit_c(c) || (c >= 'a' && c <= 'z'))
+            out[n++] = (char)c;
+        else if (n == 0 || out[n - 1] != ' ')
+            out[n++] = ' ';
+    }
+    Py_ssize_t from = 0;
+    while (from < n && out[from] == ' ')
+        from++;
+    while (n > from && out[n - 1] == ' ')
+        n--;
+    memmove(out, out + from, n - from);
+    return n - from;
+}
+
+static int
+contains(const char *hay, Py_ssize_t hn, const char *needle, Py_ssize_t nn)
+{
+    if (nn == 0)
+        return 1;
+    for (Py_ssize_t k = 0; k + nn <= hn; k++) {
+        if (hay[k] == needle[0] && memcmp(hay + k, needle, nn) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* rules._without, on lower-case copies (ASCII: the same length as the text): text is replaced in place,
+   its length returned */
+static Py_ssize_t
+without(char *text, Py_ssize_t n, Span part, char *scratch)
+{
+    if (part.n == 0)
+        return n;
+    char wanted[MAX_SUBJECT];
+    for (Py_ssize_t k = 0; k < part.n; k++)
+        wanted[k] = (char)lower_c(part.s[k]);
+    Py_ssize_t o = 0, at = 0;
+    int found = 0;
+    while (at + part.n <= n) {
+        Py_ssize_t k = at;
+        for (; k + part.n <= n; k++) {
+            if (lower_c(text[k]) == wanted[0]) {
+                Py_ssize_t q = 1;
+                while (q < part.n && lower_c(text[k + q]) == wanted[q])
+                    q++;
+                if (q == part.n)
+                    break;
+            }
+        }
+        if (k + part.n > n)
+            break;
+        found = 1;
+        memcpy(scratch + o, text + at, k - at);
+        o += k - at;
+        scratch[o++] = ' ';
+        at = k + part.n;
+    }
+    if (!found)
+        return n;
+    memcpy(scratch + o, text + at, n - at);
+    o += n - at;
+    memcpy(text, scratch, o);
+    return o;
+}
+
+/* rules._title: a new reference to the title (a str or None), or NULL */
+static PyObject *
+title_of(Span title, Span file, Span base, int hashed)
+{
+    char text[MAX_SUBJECT], scratch[MAX_SUBJECT];
+    if (title.n > MAX_SUBJECT)
+        return Py_NewRef(Py_False);
+    memcpy(text, title.s, title.n);
+    /* each replacement makes the text no longer (a blank for a non-empty part) */
+    Py_ssize_t n = without(text, title.n, file, scratch);
+    if (hashed)
+        n = without(text, n, base, scratch);
+    PyObject *key = PyUnicode_FromStringAndSize(text, n);
+    if (key == NULL)
+        return NULL;
+    PyObject *found = PyDict_GetItemWithError(rd.titles, key);
+    if (found != NULL) {
+        Py_DECREF(key);
+        return Py_NewRef(found);
+    }
+    if (PyErr_Occurred()) {
+        Py_DECREF(key);
+        return NULL;
+    }
+    found = PyObject_CallOneArg(rd.cached_title, key);
+    Py_DECREF(key);
+    return found;
+}
+
+/* naming._BRACKET_TAGS' content (full|repost|re-?up|#?[\w.]+@\w+|#a\.b\.[\w.]+, re.I) in full */
+static inline int
+is_word_c(int c)
+{
+    return is_alnum_c(c) || c == '_';
+}
+
+static int
+bracket_tag(Span t)
+{
+    char low[8];
+    if (t.n <= 6) {
+        for (Py_ssize_t k = 0; k < t.n; k++)
+            low[k] = (char)lower_c(t.s[k]);
+        if ((t.n == 4 && memcmp(low, "full", 4) == 0) || (t.n == 6 && memcmp(low, "repost", 6) == 0) ||
+            (t.n == 4 && memcmp(low, "reup", 4) == 0) || (t.n == 5 && memcmp(low, "re-up", 5) == 0))
+            return 1;
+    }
+    Py_ssize_t k = t.n > 0 && t.s[0] == '#';
+    if (t.n - k >= 5 && t.s[0] == '#' && lower_c(t.s[1]) == 'a' && t.s[2] == '.' && lower_c(t.s[3]) == 'b' &&
+        t.s[4] == '.') {
+        Py_ssize_t q = 5;
+        while (q < t.n && (is_word_c(t.s[q]) || t.s[q] == '.'))
+            q++;
+        if (q == t.n && t.n > 5)
+            return 1;
+    }
+    Py_ssize_t before = 0;
+    while (k < t.n && (is_word_c(t.s[k]) || t.s[k] == '.')) {
+        k++;
+        before++;
+    }
+    if (before == 0 || k >= t.n || t.s[k] != '@')
+        return 0;
+    Py_ssize_t after = 0;
+    for (k++; k < t.n && is_word_c(t.s[k]); k++)
+        after++;
+    return after > 0 && k == t.n;
+}
+
+/* naming.clean_name of printable ASCII: a new str, or NULL */
+static PyObject *
+clean_name_of(PyObject *collection)
+{
+    Span c = span_of(collection);
+    if (c.n > 0 && memchr(c.s, '[', c.n) == NULL && !contains(c.s, c.n, "  ", 2) && strchr(rd.edges, c.s[0]) == NULL &&
+        strchr(rd.edges, c.s[c.n - 1]) == NULL)
+        return Py_NewRef(collection); /* nothing to clean: the common case */
+    char out[MAX_SUBJECT];
+    if (c.n > MAX_SUBJECT)
+        return Py_NewRef(Py_False);
+    /* _REQUEST_TAG: ^\s*\[\s*\d{3,}\s*\]\s*[-–]?\s* */
+    Py_ssize_t k = 0, from = 0;
+    while (k < c.n && c.s[k] == ' ')
+        k++;
+    if (k < c.n && c.s[k] == '[') {
+        Py_ssize_t q = k + 1, d = 0;
+        while (q < c.n && c.s[q] == ' ')
+            q++;
+        for (; q < c.n && is_digit_c(c.s[q]); q++)
+            d++;
+        while (q < c.n && c.s[q] == ' ')
+            q++;
+        if (d >= 3 && q < c.n && c.s[q] == ']') {
+            for (q++; q < c.n && c.s[q] == ' '; q++)
+                ;
+            if (q < c.n && c.s[q] == '-')
+                q++;
+            while (q < c.n && c.s[q] == ' ')
+                q++;
+            from = q;
+        }
+    }
+    /* _BRACKET_TAGS: each "[ tag ]" a blank */
+    Py_ssize_t n = 0;
+    for (k = from; k < c.n;) {
+        if (c.s[k] == '[') {
+            Py_ssize_t q = k + 1;
+            while (q < c.n && c.s[q] == ' ')
+                q++;
+            Py_ssize_t word = q;
+            while (q < c.n && c.s[q] != ' ' && c.s[q] != ']')
+                q++;
+            Span tag = {c.s + word, q - word};
+            while (q < c.n && c.s[q] == ' ')
+                q++;
+            if (q < c.n && c.s[q] == ']' && bracket_tag(tag)) {
+                out[n++] = ' ';
+                k = q + 1;
+                continue;
+            }
+        }
+        out[n++] = c.s[k++];
+    }
+    /* _EDGE_JUNK: the edges' characters at either end; _SPACES: each run of blanks one blank */
+    Span name = {out, n};
+    while (name.n > 0 && strchr(rd.edges, name.s[0]) != NULL) {
+        name.s++;
+        name.n--;
+    }
+    while (name.n > 0 && strchr(rd.edges, name.s[name.n - 1]) != NULL)
+        name.n--;
+    char *o = out;
+    for (k = 0; k < name.n; k++) {
+        if (name.s[k] == ' ' && k + 1 < name.n && name.s[k + 1] == ' ')
+            continue;
+        *o++ = name.s[k];
+    }
+    Span cleaned = stripped((Span){out, o - out});
+    if (cleaned.n == 0)
+        cleaned = stripped(c);
+    return PyUnicode_FromStringAndSize(cleaned.s, cleaned.n);
+}
+
+/* A counter's group: 1 on a value (or none, when it has more than MAX_DIGITS digits), 0 for a group that
+   is not plain ASCII digits (the Python reads it) */
+static int
+counter(PyObject *group, int64_t *value, int *present)
+{
+    *present = 0;
+    if (group == Py_None)
+        return 1;
+    Span t = span_of(group);
+    if (t.n == 0 || !all_digits(t))
+        return 0;
+    if (t.n > MAX_DIGITS)
+        return 1;
+    *value = digits(t.s, t.s + t.n);
+    *present = 1;
+    return 1;
+}
+
+PyDoc_STRVAR(subject_tables_doc,
+             "subject_tables(extensions, member_extensions, set_members, kinds, titles, cached_title, "
+             "trailer, edges, tail, names, /) -> None\n\n"
+             "The Python's tables for subject_reading, handed over once (rules.py): naming._EXTENSIONS, "
+             "_MEMBER_EXTENSIONS, SET_MEMBERS, the FileKinds OTHER, PAR2, PAR2_VOLUME, SEVEN_ZIP, SPLIT, ZIP and "
+             "RAR, rules._TITLES and _cached_title, rules._TRAILER, naming._EDGES, "
+             "naming._TAIL and the names of rules._DEFAULT_RULES in their order.");
+
+static PyObject *
+subject_tables(PyObject *module, PyObject *args)
+{
+    PyObject *extensions, *member_extensions, *set_members, *kinds, *titles, *cached_title, *names;
+    PyObject *trailer, *edges;
+    Py_ssize_t tail;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!OUUnO!:subject_tables", &PyDict_Type, &extensions, &PyFrozenSet_Type,
+                          &member_extensions, &PyFrozenSet_Type, &set_members, &PyTuple_Type, &kinds,
+                          &PyDict_Type, &titles, &cached_title, &trailer, &edges, &tail, &PyTuple_Type, &names))
+        return NULL;
+    if (PyTuple_GET_SIZE(kinds) != K_COUNT || tail < 1 || tail > 256 || PyTuple_GET_SIZE(names) < 6) {
+        PyErr_SetString(PyExc_ValueError,
+                        "subject_tables: 7 kinds, a tail of 1 to 256 characters and the built-in rules' names");
+        return NULL;
+    }
+    PyObject *chars[2] = {trailer, edges};
+    char *into[2] = {rd.trailer, rd.edges};
+    for (int k = 0; k < 2; k++) {
+        Py_ssize_t o = 0;
+        for (Py_ssize_t q = 0; q < PyUnicode_GET_LENGTH(chars[k]) && o < 127; q++) {
+            Py_UCS4 c = PyUnicode_READ_CHAR(chars[k], q);
+            if (c > 0 && c < 128)
+                into[k][o++] = (char)c;
+        }
+        into[k][o] = '\0';
+    }
+    PyObject **slots[] = {&rd.extensions, &rd.member_extensions, &rd.set_members, &rd.kinds,
+                          &rd.titles,     &rd.cached_title,      &rd.names};
+    PyObject *values[] = {extensions, member_extensions, set_members, kinds, titles, cached_title, names};
+    for (int k = 0; k < 7; k++)
+        Py_XSETREF(*slots[k], Py_NewRef(values[k]));
+    rd.tail = tail;
+    if (rd.groups == NULL && (rd.groups = PyUnicode_InternFromString("groups")) == NULL)
+        return NULL;
+    if (rd.start == NULL && (rd.start = PyUnicode_InternFromString("start")) == NULL)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* The groups of a rule's match, in rules.GROUP_ORDER */
+enum { G_NAME, G_FILE, G_TITLE, G_I, G_N, G_P, G_T, G_REQUEST, G_COUNT };
+
+/* rules._reading of a printable-ASCII subject, from its rule's groups g (str or None) and where its
+   part counter starts (p_start): a new reference to the SubjectMatch, None, or False (the Python reads
+   it), or NULL */
+static PyObject *
+reading_of(PyObject *rule, PyObject *subject, PyObject *const *g, Py_ssize_t p_start, PyTypeObject *match_type)
+{
+    PyObject *result = NULL;
+    static const Span none = {"", 0};
+    Span raw_file = none, raw_name = none, title = none;
+    if (g[G_FILE] != Py_None) {
+        raw_file = stripped(span_of(g[G_FILE]));
+        while (raw_file.n > 0 && raw_file.s[0] == '"') {
+            raw_file.s++;
+            raw_file.n--;
+        }
+        while (raw_file.n > 0 && raw_file.s[raw_file.n - 1] == '"')
+            raw_file.n--;
+        raw_file = stripped(raw_file);
+    }
+    if (g[G_NAME] != Py_None && PyUnicode_GET_LENGTH(g[G_NAME]) > 0)
+        raw_name = trimmed(span_of(g[G_NAME]));
+    if (g[G_TITLE] != Py_None)
+        title = span_of(g[G_TITLE]);
+    if (raw_file.n == 0 && raw_name.n == 0) {
+        raw_name = trimmed(title);
+        title = none;
+        if (raw_name.n == 0) {
+            result = Py_NewRef(Py_None);
+            return result;
+        }
+    }
+    Span file_name = raw_file.n ? raw_file : raw_name;
+    int64_t part = 0, part_total = 0, index = 0, total = 0;
+    int has_part, has_part_total, has_index, has_total;
+    if (!counter(g[G_P], &part, &has_part) || !counter(g[G_T], &part_total, &has_part_total) ||
+        !counter(g[G_I], &index, &has_index) || !counter(g[G_N], &total, &has_total)) {
+        result = Py_NewRef(Py_False);
+        return result;
+    }
+    if (g[G_P] != Py_None && (!has_part || !has_part_total)) {
+        result = Py_NewRef(Py_None);
+        return result;
+    }
+    if (!has_part || !has_part_total)
+        part = part_total = 1; /* a post without a part counter is a single part */
+    if (!has_index || !has_total)
+        index = total = 0;
+    PyObject *kind = NULL, *collection = NULL, *file_text = NULL, *request = NULL, *shown = NULL;
+    PyObject *part_at = NULL;
+    kind = file_kind_of(file_name);
+    if (kind == NULL)
+        goto fail;
+    int hashed = -1; /* whether the base looks obfuscated, where that was asked */
+    Span base = none;
+    if (raw_name.n && raw_file.n) {
+        collection = PyUnicode_FromStringAndSize(raw_name.s, raw_name.n);
+    }
+    else {
+        Py_ssize_t length = release_base_of(file_name);
+        if (length < 0)
+            goto fail;
+        base.s = file_name.s;
+        base.n = length;
+        collection = NULL;
+        hashed = title.n && raw_file.n ? obfuscated_name(base) : -1;
+        if (hashed >= 0 && (total > 1 || hashed)) {
+            PyObject *found = title_of(title, raw_file, base, hashed);
+            if (found == NULL)
+                goto fail;
+            if (found == Py_False || (found != Py_None && (!PyUnicode_Check(found) || !printable_ascii(found)))) {
+                Py_DECREF(found);
+                result = Py_NewRef(Py_False);
+                goto release;
+            }
+            if (found != Py_None) {
+                int member = PySet_Contains(rd.set_members, kind);
+                if (member < 0) {
+                    Py_DECREF(found);
+                    goto fail;
+                }
+                Span f = span_of(found);
+                int take = !member || hashed;
+                if (!take) {
+                    char lf[MAX_SUBJECT], lb[MAX_SUBJECT];
+                    if (f.n > MAX_SUBJECT) {
+                        Py_DECREF(found);
+                        result = Py_NewRef(Py_False);
+                        goto release;
+                    }
+                    for (Py_ssize_t k = 0; k < f.n; k++)
+                        lf[k] = (char)lower_c(f.s[k]);
+                    for (Py_ssize_t k = 0; k < base.n; k++)
+                        lb[k] = (char)lower_c(base.s[k]);
+                    take = contains(lf, f.n, lb, base.n);
+                    if (!take) {
+                        Py_ssize_t fn = normalised(f, lf), bn = normalised(base, lb);
+                        take = contains(lf, fn, lb, bn);
+                    }
+                }
+                if (take)
+                    collection = Py_NewRef(found);
+            }
+            Py_DECREF(found);
+        }
+        if (collection == NULL)
+            collection = PyUnicode_FromStringAndSize(base.s, base.n);
+    }
+    if (collection == NULL)
+        goto fail;
+    file_text = PyUnicode_FromStringAndSize(file_name.s, file_name.n);
+    if (file_text == NULL)
+        goto fail;
+    request = g[G_REQUEST];
+    if (request != Py_None) {
+        Py_INCREF(request);
+    }
+    else {
+        /* rules._REQUEST_PREFIX: ^\s*\[\s*(\d{3,})\s*\] */
+        Span s = span_of(subject);
+        Py_ssize_t k = 0, from;
+        while (k < s.n && s.s[k] == ' ')
+            k++;
+        int ok = k < s.n && s.s[k] == '[';
+        for (k++; ok && k < s.n && s.s[k] == ' '; k++)
+            ;
+        for (from = k; ok && k < s.n && is_digit_c(s.s[k]); k++)
+            ;
+        Py_ssize_t to = k;
+        for (; ok && k < s.n && s.s[k] == ' '; k++)
+            ;
+        ok = ok && to - from >= 3 && k < s.n && s.s[k] == ']';
+        request = ok ? PyUnicode_FromStringAndSize(s.s + from, to - from) : Py_NewRef(Py_None);
+        if (request == NULL)
+            goto fail;
+    }
+    if (!printable_ascii(collection)) {
+        result = Py_NewRef(Py_False);
+        goto release;
+    }
+    shown = clean_name_of(collection);
+    if (shown == NULL)
+        goto fail;
+    if (shown == Py_False) {
+        result = Py_NewRef(Py_False);
+        goto release;
+    }
+    Span sh = span_of(shown);
+    int obfuscated = hashed >= 0 && sh.n == base.n && memcmp(sh.s, base.s, base.n) == 0 ? hashed : obfuscated_name(sh);
+    part_at = PyLong_FromSsize_t(g[G_P] != Py_None ? p_start : -1);
+    if (part_at == NULL)
+        goto fail;
+    PyObject *items = PyTuple_New(12);
+    if (items == NULL)
+        goto fail;
+    PyObject *values[12] = {Py_NewRef(rule),
+                            Py_NewRef(shown),
+                            Py_NewRef(collection),
+                            Py_NewRef(file_text),
+                            PyLong_FromLongLong(index),
+                            PyLong_FromLongLong(total),
+                            PyLong_FromLongLong(part),
+                            PyLong_FromLongLong(part_total),
+                            Py_NewRef(request),
+                            PyBool_FromLong(obfuscated),
+                            Py_NewRef(kind),
+                            Py_NewRef(part_at)};
+    int bad = 0;
+    for (int k = 0; k < 12; k++) {
+        bad |= values[k] == NULL;
+        PyTuple_SET_ITEM(items, k, values[k]);
+    }
+    if (!bad) {
+        /* tuple.__new__(match_type, items), as a NamedTuple's _make does */
+        PyObject *call = PyTuple_Pack(1, items);
+        if (call != NULL)
+            result = PyTuple_Type.tp_new(match_type, call, NULL);
+        Py_XDECREF(call);
+    }
+    Py_DECREF(items);
+    goto release;
+fail:
+    result = NULL;
+release:
+    Py_XDECREF(kind);
+    Py_XDECREF(collection);
+    Py_XDECREF(file_text);
+    Py_XDECREF(request);
+    Py_XDECREF(shown);
+    Py_XDECREF(part_at);
+    return result;
+}
+
+PyDoc_STRVAR(subject_reading_doc,
+             "subject_reading(rule, slots, subject, match, match_type, /) -> match_type(...) or None or False\n\n"
+             "rules._reading(rule, subject, match) for a subject of printable ASCII: what the rule named rule "
+             "(its group positions slots, Rule._slots) reads from its match, None when it reads nothing, and "
+             "False when the Python is to read it (another subject, or subject_tables not called).");
+
+static PyObject *
+subject_reading(PyObject *module, PyObject *args)
+{
+    PyObject *rule, *slots, *subject, *match;
+    PyTypeObject *match_type;
+    if (!PyArg_ParseTuple(args, "UO!UOO!:subject_reading", &rule, &PyTuple_Type, &slots, &subject, &match,
+                          &PyType_Type, &match_type))
+        return NULL;
+    if (rd.extensions == NULL || PyTuple_GET_SIZE(slots) != 8 || !printable_ascii(subject) ||
+        PyUnicode_GET_LENGTH(subject) > MAX_SUBJECT)
+        Py_RETURN_FALSE;
+    PyObject *groups = PyObject_CallMethodNoArgs(match, rd.groups);
+    if (groups == NULL)
+        return NULL;
+    PyObject *result = NULL, *g[G_COUNT];
+    Py_ssize_t count = PyTuple_Check(groups) ? PyTuple_GET_SIZE(groups) : -1;
+    for (int k = 0; k < 8; k++) {
+        Py_ssize_t at = PyLong_AsSsize_t(PyTuple_GET_ITEM(slots, k));
+        if (at == -1 && PyErr_Occurred())
+            goto done;
+        g[k] = at >= 0 && at < count ? PyTuple_GET_ITEM(groups, at) : Py_None;
+        if (g[k] != Py_None && !PyUnicode_Check(g[k])) {
+            result = Py_NewRef(Py_False);
+            goto done;
+        }
+    }
+    Py_ssize_t p_start = -1;
+    if (g[G_P] != Py_None) {
+        PyObject *at = PyObject_CallMethod(match, "start", "n", PyLong_AsSsize_t(PyTuple_GET_ITEM(slots, G_P)) + 1);
+        if (at == NULL)
+            goto done;
+        p_start = PyLong_AsSsize_t(at);
+        Py_DECREF(at);
+        if (p_start == -1 && PyErr_Occurred())
+            goto done;
+    }
+    result = reading_of(rule, subject, g, p_start, match_type);
+done:
+    Py_DECREF(groups);
+    return result;
+}
+
+/* ---- the built-in rules' regexes (rules._DEFAULT_RULES) ------------------------------------------ */
+
+/* re.search of the built-in rules' patterns on printable ASCII, each a function named after its rule,
+   giving the same groups (start and end in sp->at and sp->to, -1 for a group that did not take part)
+   or 0 for no match. Read by hand from each pattern: where a greedy or lazy part backs off, the loop
+   that tries its lengths says in which order. tests/unit/indexing/test_subject_reading.py pins the
+   patterns these were written for and compares matches on generated subjects. */
+
+typedef struct {
+    Py_ssize_t at[G_COUNT], to[G_COUNT];
+} Spans;
+
+static inline int
+is_word_ascii(int c)
+{
+    return is_alnum_c(c) || c == '_';
+}
+
+static inline Py_ssize_t
+blanks(const char *s, Py_ssize_t n, Py_ssize_t k)
+{
+    while (k < n && s[k] == ' ')
+        k++;
+    return k;
+}
+
+/* \s*[-–:]?\s* */
+static inline Py_ssize_t
+separator(const char *s, Py_ssize_t n, Py_ssize_t k)
+{
+    k = blanks(s, n, k);
+    if (k < n && (s[k] == '-' || s[k] == ':'))
+        k++;
+    return blanks(s, n, k);
+}
+
+/* [-\s]* */
+static inline Py_ssize_t
+dashes(const char *s, Py_ssize_t n, Py_ssize_t k)
+{
+    while (k < n && (s[k] == ' ' || s[k] == '-'))
+        k++;
+    return k;
+}
+
+/* \d+ from k: its end, or -1 */
+static inline Py_ssize_t
+number_end(const char *s, Py_ssize_t n, Py_ssize_t k)
+{
+    Py_ssize_t from = k;
+    while (k < n && is_digit_c(s[k]))
+        k++;
+    return k > from ? k : -1;
+}
+
+static inline void
+set_group(Spans *sp, int group, Py_ssize_t at, Py_ssize_t to)
+{
+    sp->at[group] = at;
+    sp->to[group] = to;
+}
+
+/* "(?P<file>[^"]*)" from k, then the part counter rules._PART, (?:.*\((?P<p>\d+)/(?P<t>\d+)\))?: the
+   last "(p/t)" at or after the closing quote (.* backs off from the end). 1 on a match. */
+static int
+quoted_then_part(const char *s, Py_ssize_t n, Py_ssize_t k, Spans *sp)
+{
+    if (k >= n || s[k] != '"')
+        return 0;
+    const char *close = memchr(s + k + 1, '"', n - k - 1);
+    if (close == NULL)
+        return 0;
+    Py_ssize_t z = close - s;
+    set_group(sp, G_FILE, k + 1, z);
+    for (Py_ssize_t x = n - 1; x > z; x--) {
+        if (s[x] != '(')
+            continue;
+        Py_ssize_t a = number_end(s, n, x + 1);
+        if (a < 0 || a >= n || s[a] != '/')
+            continue;
+        Py_ssize_t b = number_end(s, n, a + 1);
+        if (b < 0 || b >= n || s[b] != ')')
+            continue;
+        set_group(sp, G_P, x + 1, a);
+        set_group(sp, G_T, a + 1, b);
+        break;
+    }
+    return 1;
+}
+
+// [\[(](?P<i>\d+)\s*/\s*(?P<n>\d+)[\])] from k (spaced) or \[(?P<i>\d+)/(?P<n>\d+)\] (not): its end or -1
+static Py_ssize_t
+file_counter(const char *s, Py_ssize_t n, Py_ssize_t k, int spaced, Spans *sp)
+{
+    if (k >= n || (s[k] != '[' && (!spaced || s[k] != '(')))
+        return -1;
+    Py_ssize_t a = number_end(s, n, k + 1);
+    if (a < 0)
+        return -1;
+    Py_ssize_t slash = spaced ? blanks(s, n, a) : a;
+    if (slash >= n || s[slash] != '/')
+        return -1;
+    Py_ssize_t from = spaced ? blanks(s, n, slash + 1) : slash + 1;
+    Py_ssize_t b = number_end(s, n, from);
+    if (b < 0 || b >= n || (s[b] != ']' && (!spaced || s[b] != ')')))
+        return -1;
+    set_group(sp, G_I, k + 1, a);
+    set_group(sp, G_N, from, b);
+    return b + 1;
+}
+
+/* ^\[(?P<request>\d{3,})\](?:[-\s]*\[[^\]]*\])*?[-\s]*\[\s*(?P<title>[^\]]+?)\s*\][-\s]*
+   \[(?P<i>\d+)/(?P<n>\d+)\][-\s]*"(?P<file>[^"]*)" + _PART */
+static int
+request_tagged(const char *s, Py_ssize_t n, Spans *sp)
+{
+    if (n < 1 || s[0] != '[')
+        return 0;
+    Py_ssize_t k = number_end(s, n, 1);
+    if (k < 4 || k >= n || s[k] != ']')
+        return 0;
+    set_group(sp, G_REQUEST, 1, k);
+    /* the lazy skip: the title in the first bracket, else in the next, ... */
+    for (Py_ssize_t at = k + 1;;) {
+        Py_ssize_t open = dashes(s, n, at);
+        if (open >= n || s[open] != '[')
+            return 0;
+        const char *end = memchr(s + open + 1, ']', n - open - 1);
+        if (end == NULL)
+            return 0;
+        Py_ssize_t close = end - s;
+        if (close > open + 1) {
+            /* \s*(?P<title>[^\]]+?)\s*\]: the content without its outer blanks; all blanks, the last */
+            Py_ssize_t a = blanks(s, close, open + 1), b = close;
+            if (a == close)
+                a = close - 1;
+            else
+                while (s[b - 1] == ' ')
+                    b--;
+            Py_ssize_t after = file_counter(s, n, dashes(s, n, close + 1), 0, sp);
+            if (after >= 0 && quoted_then_part(s, n, dashes(s, n, after), sp)) {
+                set_group(sp, G_TITLE, a, b);
+                return 1;
+            }
+            sp->at[G_I] = sp->to[G_I] = sp->at[G_N] = sp->to[G_N] = -1;
+            sp->at[G_FILE] = sp->to[G_FILE] = sp->at[G_P] = sp->to[G_P] = sp->at[G_T] = sp->to[G_T] = -1;
+        }
+        at = close + 1;
+    }
+}
+
+// ^\s*[\[(](?P<i>\d+)\s*/\s*(?P<n>\d+)[\])]\s*[-–:]?\s*"(?P<file>[^"]*)" + _PART
+static int
+counter_file(const char *s, Py_ssize_t n, Spans *sp)
+{
+    Py_ssize_t k = file_counter(s, n, blanks(s, n, 0), 1, sp);
+    return k >= 0 && quoted_then_part(s, n, separator(s, n, k), sp);
+}
+
+/* What follows the title of file_of, from k: (title's) \s*[-–:]?\s* when titled, then
+   \bFile\s+(?P<i>\d+)\s+of\s+(?P<n>\d+)\s*[-–:]?\s*"(?P<file>[^"]*)" + _PART, (?i) */
+static int
+file_of_rest(const char *s, Py_ssize_t n, Py_ssize_t k, int titled, Spans *sp)
+{
+    if (titled)
+        k = separator(s, n, k);
+    if (k + 4 > n || (k > 0 && is_word_ascii(s[k - 1])) || lower_c(s[k]) != 'f' || lower_c(s[k + 1]) != 'i' ||
+        lower_c(s[k + 2]) != 'l' || lower_c(s[k + 3]) != 'e')
+        return 0;
+    Py_ssize_t a = blanks(s, n, k + 4);
+    if (a == k + 4)
+        return 0;
+    Py_ssize_t a_end = number_end(s, n, a);
+    if (a_end < 0)
+        return 0;
+    Py_ssize_t of = blanks(s, n, a_end);
+    if (of == a_end || of + 2 > n || lower_c(s[of]) != 'o' || lower_c(s[of + 1]) != 'f')
+        return 0;
+    Py_ssize_t b = blanks(s, n, of + 2);
+    if (b == of + 2)
+        return 0;
+    Py_ssize_t b_end = number_end(s, n, b);
+    if (b_end < 0 || !quoted_then_part(s, n, separator(s, n, b_end), sp))
+        return 0;
+    set_group(sp, G_I, a, a_end);
+    set_group(sp, G_N, b, b_end);
+    return 1;
+}
+
+// What follows the title of name_counter_file, from k:
+// \s*[-–:]?\s*[\[(](?P<i>\d+)\s*/\s*(?P<n>\d+)[\])]\s*[-–:]?\s*"(?P<file>[^"]*)" + _PART
+static int
+counter_rest(const char *s, Py_ssize_t n, Py_ssize_t k, Spans *sp)
+{
+    Py_ssize_t after = file_counter(s, n, separator(s, n, k), 1, sp);
+    return after >= 0 && quoted_then_part(s, n, separator(s, n, after), sp);
+}
+
+/* A title [^"]*\S then rest: the title as long as it can be (up to and with the first quote, which \S
+   takes), backed off one character at a time. */
+static int
+titled(const char *s, Py_ssize_t n, int file_of, Spans *sp)
+{
+    const char *quote = memchr(s, '"', n);
+    Py_ssize_t longest = quote == NULL ? n : quote - s + 1;
+    for (Py_ssize_t e = longest; e >= 1; e--) {
+        if (s[e - 1] == ' ')
+            continue;
+        if (file_of ? file_of_rest(s, n, e, 1, sp) : counter_rest(s, n, e, sp)) {
+            set_group(sp, G_TITLE, 0, e);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* (?i)^(?:(?P<title>[^"]*\S)\s*[-–:]?\s*)?\bFile\s+... : with a title if one fits, else without */
+static int
+file_of(const char *s, Py_ssize_t n, Spans *sp)
+{
+    return titled(s, n, 1, sp) || file_of_rest(s, n, 0, 0, sp);
+}
+
+/* ^(?P<title>[^"]*?)"(?P<file>[^"]+)" + _PART */
+static int
+quoted_file(const char *s, Py_ssize_t n, Spans *sp)
+{
+    const char *quote = memchr(s, '"', n);
+    if (quote == NULL)
+        return 0;
+    Py_ssize_t q = quote - s;
+    if (q + 1 < n && s[q + 1] == '"')
+        return 0;
+    if (!quoted_then_part(s, n, q, sp))
+        return 0;
+    set_group(sp, G_TITLE, 0, q);
+    return 1;
+}
+
+static int
+has_text(const char *s, Py_ssize_t n, const char *lower)
+{
+    Py_ssize_t w = (Py_ssize_t)strlen(lower);
+    for (Py_ssize_t k = 0; k + w <= n; k++) {
+        Py_ssize_t q = 0;
+        while (q < w && lower_c(s[k + q]) == lower[q])
+            q++;
+        if (q == w)
+            return 1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(default_match_doc,
+             "default_match(subject, match_type, /) -> match_type(...) or None or False\n\n"
+             "RuleSet.match(subject) of the built-in rules (rules._DEFAULT_RULES, named as subject_tables was "
+             "given them) for the subjects it knows: printable ASCII read by one of request_tagged, counter_file, "
+             "file_of, name_counter_file or quoted_file. False for any other (the Python matches it).");
+
+static PyObject *
+default_match(PyObject *module, PyObject *args)
+{
+    PyObject *subject;
+    PyTypeObject *match_type;
+    if (!PyArg_ParseTuple(args, "UO!:default_match", &subject, &PyType_Type, &match_type))
+        return NULL;
+    if (rd.names == NULL || !printable_ascii(subject) || PyUnicode_GET_LENGTH(subject) > MAX_SUBJECT)
+        Py_RETURN_FALSE;
+    const char *s = (const char *)PyUnicode_1BYTE_DATA(subject);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(subject);
+    enum { R_REQUEST_TAGGED, R_COUNTER_FILE, R_FILE_OF, R_BRACKETED_FILE, R_NAME_COUNTER_FILE, R_QUOTED_FILE };
+    for (int rule = R_REQUEST_TAGGED; rule <= R_QUOTED_FILE; rule++) {
+        Spans sp;
+        for (int k = 0; k < G_COUNT; k++)
+            sp.at[k] = sp.to[k] = -1;
+        int matched = 0;
+        switch (rule) {
+        case R_REQUEST_TAGGED:
+            matched = request_tagged(s, n, &sp);
+            break;
+        case R_COUNTER_FILE:
+            matched = counter_file(s, n, &sp);
+            break;
+        case R_FILE_OF:
+            matched = has_text(s, n, "file") && file_of(s, n, &sp);
+            break;
+        case R_BRACKETED_FILE:
+            if (has_text(s, n, "\"\""))
+                Py_RETURN_FALSE; /* its rule's subjects are rare: the Python matches them */
+            break;
+        case R_NAME_COUNTER_FILE:
+            matched = titled(s, n, 0, &sp);
+            break;
+        case R_QUOTED_FILE:
+            matched = quoted_file(s, n, &sp);
+            break;
+        }
+        if (!matched)
+            continue;
+        PyObject *g[G_COUNT];
+        int ok = 1;
+        for (int k = 0; k < G_COUNT; k++) {
+            g[k] = sp.at[k] < 0 ? Py_NewRef(Py_None) : PyUnicode_Substring(subject, sp.at[k], sp.to[k]);
+            ok &= g[k] != NULL;
+        }
+        PyObject *found = ok ? reading_of(PyTuple_GET_ITEM(rd.names, rule), subject, g, sp.at[G_P], match_type)
+                             : NULL;
+        for (int k = 0; k < G_COUNT; k++)
+            Py_XDECREF(g[k]);
+        if (found != Py_None)
+            return found; /* a reading, False, or an error */
+        Py_DECREF(found);
+    }
+    Py_RETURN_FALSE; /* the rules after quoted_file: the Python's */
+}
+
 /* ---- the module --------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -1248,6 +2369,9 @@ static PyMethodDef methods[] = {
     {"column_range", column_range, METH_O, column_range_doc},
     {"line_scan", line_scan, METH_O, line_scan_doc},
     {"segment_blob", segment_blob, METH_O, segment_blob_doc},
+    {"subject_tables", subject_tables, METH_VARARGS, subject_tables_doc},
+    {"subject_reading", subject_reading, METH_VARARGS, subject_reading_doc},
+    {"default_match", default_match, METH_VARARGS, default_match_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -2,8 +2,10 @@
 
 from array import array
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from re import Match
+from typing import Any, Literal, TypeVar
 
+_Match = TypeVar("_Match", bound=tuple[Any, ...])  # indexing.rules.SubjectMatch
 _File = TypeVar("_File")  # indexing.fragment.FileFragment, whose fields the C code reads and sets by name
 
 MAX_FIELDS: int
@@ -35,3 +37,20 @@ def file_fragment(
 ) -> _File | None: ...
 def segment_files(data: bytes, max_text: int, max_id: int, file_type: type[_File], /) -> list[_File]: ...
 def column_range(column: array[int], /) -> tuple[int, int]: ...
+def subject_tables(
+    extensions: dict[str, Any],
+    member_extensions: frozenset[str],
+    set_members: frozenset[Any],
+    kinds: tuple[Any, ...],
+    titles: dict[str, str | None],
+    cached_title: Callable[[str], str | None],
+    trailer: str,
+    edges: str,
+    tail: int,
+    names: tuple[str, ...],
+    /,
+) -> None: ...
+def subject_reading(
+    rule: str, slots: tuple[int, ...], subject: str, match: Match[str], match_type: type[_Match], /
+) -> _Match | Literal[False] | None: ...
+def default_match(subject: str, match_type: type[_Match], /) -> _Match | Literal[False] | None: ...

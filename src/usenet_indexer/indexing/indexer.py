@@ -552,7 +552,7 @@ class RangeIndexer:
     ) -> tuple[_FileInfo, int] | None:
         """Run the rules on a subject; remember the reading (part -1: read the part from the counter)."""
         text = subject.decode("utf-8", "replace")
-        m = self.rules.match(text, self.group)
+        m = self.rules.match(text, self.group, native=self._speedups is not None)
         if m is None:
             self._by_subject[(subject, poster)] = None
             return None

@@ -34,6 +34,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from usenet_indexer import accelerator
+from usenet_indexer.indexing import naming
 from usenet_indexer.indexing.naming import (
     SET_MEMBERS,
     FileKind,
@@ -181,21 +183,43 @@ class RuleSet:
         rules = self._by_group.get(group)
         if rules is None:
             rules = tuple(rule for rule in self.rules if rule.applies_to(group))
+            if len(rules) == len(_DEFAULT_RULES) and all(
+                a is b for a, b in zip(rules, _DEFAULT_RULES, strict=True)
+            ):
+                rules = _DEFAULT_RULES  # the built-in rules, which the C matcher knows (match)
             if len(self._by_group) > 10_000:  # a worker sees few groups; never let this grow unbounded
                 self._by_group.clear()
             self._by_group[group] = rules
         return rules
 
-    def match(self, subject: str, group: str) -> SubjectMatch | None:
-        """What the first applicable rule reads from ``subject``, or None when no rule matches."""
+    def match(self, subject: str, group: str, *, native: bool = True) -> SubjectMatch | None:
+        """What the first applicable rule reads from ``subject``, or None when no rule matches.
+
+        ``native``: use the C accelerator where it is built (the same readings), or not (False: the
+        pure-Python path of an indexer made with ``native=False``)."""
+        rules = self.for_group(group)
+        # The C twins where they are built (asked here, not once: tests switch paths): the built-in
+        # rules' regexes and _reading for the subjects they know, and _reading for any rule's match. Both
+        # return False for a subject they leave to the Python (anything but printable ASCII).
+        speedups = accelerator.speedups if native else None
+        if speedups is not None and rules is _DEFAULT_RULES:
+            known = speedups.default_match(subject, SubjectMatch)
+            if known is not False:
+                return known
         lower = subject.lower()
-        for rule in self.for_group(group):
+        for rule in rules:
             requires = rule._requires
             if requires is not None and requires not in lower:
                 continue
             m = rule._subject_re.search(subject)
             if m is not None:
-                found = _reading(rule, subject, m)
+                found = (
+                    False
+                    if speedups is None
+                    else speedups.subject_reading(rule.name, rule._slots, subject, m, SubjectMatch)
+                )
+                if found is False:
+                    found = _reading(rule, subject, m)
                 if found is not None:
                     return found
         return None
@@ -355,8 +379,13 @@ def _title(text: str, file_name: str, base: str, hashed: bool) -> str | None:
     # title per file. A readable base is what titles often begin with ("Name (2019) [FLAC]").
     for own in (file_name, base) if hashed else (file_name,):
         text = _without(text, own)
-    # The files of a posting share their title: what it reads as is kept (the rules run once per new
-    # file, and cleaning a title cost a tenth of bench/index.py's rate).
+    return _cached_title(text)
+
+
+def _cached_title(text: str) -> str | None:
+    """What a text without the file's name reads as, as a title (_read_title), kept: the files of a
+    posting share their title (the rules run once per new file, and cleaning a title cost a tenth of
+    bench/index.py's rate). The C reader looks in _TITLES itself and calls this on a miss."""
     if text in _TITLES:
         return _TITLES[text]
     if len(_TITLES) > 20_000:
@@ -462,6 +491,31 @@ _DEFAULT_RULES = (
     # file.ext yEnc: a single-part binary
     Rule("bare_yenc", r"(?i)^(?P<file>.*?\S)\s+yEnc\s*$"),
 )
+
+
+# The C reader (_speedups.subject_reading) is handed the Python's tables once, so that each rule has its
+# home here and in naming.py; tests/unit/indexing/test_subject_reading.py compares the two readers.
+if accelerator.speedups is not None:
+    accelerator.speedups.subject_tables(
+        naming._EXTENSIONS,
+        naming._MEMBER_EXTENSIONS,
+        SET_MEMBERS,
+        (
+            FileKind.OTHER,
+            FileKind.PAR2,
+            FileKind.PAR2_VOLUME,
+            FileKind.SEVEN_ZIP,
+            FileKind.SPLIT,
+            FileKind.ZIP,
+            FileKind.RAR,
+        ),
+        _TITLES,
+        _cached_title,
+        _TRAILER,
+        naming._EDGES,
+        naming._TAIL,
+        tuple(rule.name for rule in _DEFAULT_RULES),
+    )
 
 
 def default_rules() -> RuleSet:
