@@ -139,9 +139,12 @@ class Tx:
             if getattr(error, "sqlstate", None) is not None:
                 raise
             return []
-        if cursor.description is None:
+        # Read once: psycopg builds the description's column objects anew on each read (~23 µs for a
+        # range row's 24 columns, read twice by every batch before).
+        description = cursor.description
+        if description is None:
             return []
-        names = [column[0] for column in cursor.description]
+        names = [column[0] for column in description]
         return [dict(zip(names, row, strict=True)) for row in rows]
 
     def executemany(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
@@ -330,9 +333,10 @@ class PostgresDatabase(Database):
             cursor.execute(text, params or {})
             for _ in range(skip):
                 cursor.nextset()
-            if cursor.description is None:
+            description = cursor.description  # read once, as in Tx._rows
+            if description is None:
                 return []
-            names = [column[0] for column in cursor.description]
+            names = [column[0] for column in description]
             return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
     def close(self) -> None:

@@ -688,11 +688,11 @@ CREATE INDEX ranges_corpus_fill ON public.ranges USING btree (id) WHERE (capture
 
 CREATE INDEX ranges_lane_order ON public.ranges USING btree (group_id, ((priority >= 0)), start_id);
 
-CREATE INDEX ranges_lease_pick ON public.ranges USING btree (group_id, ((priority >= 0)), ((spooled_chunks = 0)), priority, id) WHERE ((status = ANY (ARRAY['planned'::text, 'leased'::text])) AND (next_id <= end_id));
+CREATE INDEX ranges_lease_pick ON public.ranges USING btree (group_id, ((priority >= 0)), ((spooled_chunks = 0)), priority, id) WHERE (status = ANY (ARRAY['planned'::text, 'leased'::text]));
 
-CREATE INDEX ranges_live ON public.ranges USING btree (group_id, heartbeat_at) WHERE (status = 'leased'::text);
+CREATE INDEX ranges_live ON public.ranges USING btree (group_id) WHERE (status = 'leased'::text);
 
-CREATE INDEX ranges_prefetch ON public.ranges USING btree (((status <> 'leased'::text)), ((spooled_chunks = 0)), priority, id) WHERE ((status = ANY (ARRAY['planned'::text, 'leased'::text])) AND (next_id <= end_id) AND (stored_at IS NULL));
+CREATE INDEX ranges_prefetch ON public.ranges USING btree (((status <> 'leased'::text)), ((spooled_chunks = 0)), priority, id) WHERE ((status = ANY (ARRAY['planned'::text, 'leased'::text])) AND (stored_at IS NULL));
 
 CREATE INDEX release_aliases_release ON public.release_aliases USING btree (release_key);
 
