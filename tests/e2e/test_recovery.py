@@ -129,6 +129,24 @@ def kill_mid_range(db: Database, supervisor: int, slot: int, timeout: float = 90
         return target[0], target[1], took
 
 
+def same_as_uninterrupted(
+    recovered: str, reference: str, data_dir: Path, news_port: int, headers: object
+) -> None:
+    """An uninterrupted ``run`` of the feed into ``reference``: the recovered catalog equals its catalog
+    (both audits clean) and the ranges counted the same ``headers``."""
+    log = data_dir.parent / "reference.log"
+    with reaped(start_run(reference, data_dir, news_port, log, "--exit-when-done")) as run:
+        finish(run, log, 240)
+    resumed, expected = catalog_and_audit(recovered, ttl=TTL), catalog_and_audit(reference)
+    assert len(resumed) == len(expected) > 100
+    assert resumed == expected
+    db = connect(reference)
+    try:
+        assert query(db, "SELECT sum(headers) AS n FROM ranges")[0]["n"] == headers
+    finally:
+        db.close()
+
+
 @pytest.fixture(scope="module")
 def feed() -> SampleFeed:
     return SampleFeed(sample_groups(0.15), block_articles=2_000)
@@ -171,17 +189,7 @@ def test_a_worker_killed_under_run_is_recovered_in_seconds(
     assert "edge.leases_given_back" in output
 
     with SampleServer(feed) as fast:
-        log = tmp_path / "reference.log"
-        with reaped(start_run(reference, tmp_path / "b", fast.port, log, "--exit-when-done")) as run:
-            finish(run, log, 240)
-    recovered, expected = catalog_and_audit(killed, ttl=TTL), catalog_and_audit(reference)
-    assert len(recovered) == len(expected) > 100
-    assert recovered == expected
-    db = connect(reference)
-    try:
-        assert query(db, "SELECT sum(headers) AS n FROM ranges")[0]["n"] == headers
-    finally:
-        db.close()
+        same_as_uninterrupted(killed, reference, tmp_path / "b", fast.port, headers)
 
 
 def test_a_run_killed_outright_is_resumed_at_once_by_the_next(tmp_path: Path, feed: SampleFeed) -> None:
@@ -230,17 +238,7 @@ def test_a_run_killed_outright_is_resumed_at_once_by_the_next(tmp_path: Path, fe
         finally:
             db.close()
         assert "expired" not in ends
-        log = tmp_path / "reference.log"
-        with reaped(start_run(reference, tmp_path / "b", fast.port, log, "--exit-when-done")) as run:
-            finish(run, log, 240)
-    resumed, expected = catalog_and_audit(killed, ttl=TTL), catalog_and_audit(reference)
-    assert len(resumed) == len(expected) > 100
-    assert resumed == expected
-    db = connect(reference)
-    try:
-        assert query(db, "SELECT sum(headers) AS n FROM ranges")[0]["n"] == headers
-    finally:
-        db.close()
+        same_as_uninterrupted(killed, reference, tmp_path / "b", fast.port, headers)
 
 
 GROUP = "alt.binaries.recovery"

@@ -109,6 +109,8 @@ class OwnershipLeases:
             "ttl": self.ttl,
             "now": self._now(),
             "meta": json.dumps(dict(meta or {}), sort_keys=True),
+            "gone_holder": None,
+            "gone_epoch": None,
         }
 
         def claimed(row: Row, started: float) -> Claim:
@@ -127,7 +129,7 @@ class OwnershipLeases:
             holder, epoch = current["holder"], int(current["epoch"])
             if holder is not None and holder != self.holder and gone is not None and gone(str(holder)):
                 started = time.monotonic()
-                taken = tx.one("ownership_take_over", {**params, "gone_holder": holder, "gone_epoch": epoch})
+                taken = tx.one("ownership_claim", {**params, "gone_holder": holder, "gone_epoch": epoch})
                 if taken is not None:
                     return claimed(taken, started)
                 current = tx.one("ownership_get", params)  # claimed by another in between: who

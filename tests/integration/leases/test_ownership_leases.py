@@ -139,7 +139,7 @@ def test_a_takeover_from_a_gone_holder_loses_to_a_claim_in_between(db: Database)
     script = Interleaving(db)
     try:
         taking = script.spawn("B", b.acquire, "planner", gone=lambda holder: holder == "host:101:aaaaaa")
-        script.run(taking, until="ownership_take_over")
+        script.run(taking, until="ownership_claim", occurrence=2)  # its claim of the gone holder
         db.move_clock(31.0)  # a's lease expires: c may claim it the ordinary way
         claiming = script.spawn("C", c.acquire, "planner")
         script.run(claiming)

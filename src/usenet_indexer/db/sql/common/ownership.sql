@@ -5,6 +5,8 @@
 INSERT INTO ownership_leases (name) VALUES (:name) ON CONFLICT (name) DO NOTHING
 
 -- name: ownership_claim
+-- Free or expired; or held by :gone_holder at :gone_epoch, a holder proven gone (NULL when none is:
+-- coordinator/loops/runner.py holder_gone), so a lease claimed by anyone since is left alone.
 UPDATE ownership_leases
 SET holder = :holder, epoch = epoch + 1,
     acquired_at = COALESCE(CAST(:now AS DOUBLE PRECISION), {now}),
@@ -12,19 +14,8 @@ SET holder = :holder, epoch = epoch + 1,
     expires_at = COALESCE(CAST(:now AS DOUBLE PRECISION), {now}) + :ttl,
     meta = :meta
 WHERE name = :name
-  AND (holder IS NULL OR expires_at < COALESCE(CAST(:now AS DOUBLE PRECISION), {now}))
-RETURNING epoch, expires_at
-
--- name: ownership_take_over
--- The holder read (and its epoch) is proven gone (coordinator/loops/runner.py): claimed at once, by the
--- same compare-and-set on that holder and epoch, so a lease claimed by anyone since is left alone.
-UPDATE ownership_leases
-SET holder = :holder, epoch = epoch + 1,
-    acquired_at = COALESCE(CAST(:now AS DOUBLE PRECISION), {now}),
-    renewed_at = COALESCE(CAST(:now AS DOUBLE PRECISION), {now}),
-    expires_at = COALESCE(CAST(:now AS DOUBLE PRECISION), {now}) + :ttl,
-    meta = :meta
-WHERE name = :name AND holder = :gone_holder AND epoch = :gone_epoch
+  AND (holder IS NULL OR expires_at < COALESCE(CAST(:now AS DOUBLE PRECISION), {now})
+       OR (holder = :gone_holder AND epoch = :gone_epoch))
 RETURNING epoch, expires_at
 
 -- name: ownership_renew
