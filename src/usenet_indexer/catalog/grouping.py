@@ -148,39 +148,30 @@ def retention_of(group: Row, full: bool) -> Retention:
     )
 
 
+def _loose_file(row: Row, file_total: int) -> LooseFile:
+    """A loose release's or run's row as grouping reads it (a run announces no file total: 0)."""
+    return LooseFile(
+        key=str(row["key"]),
+        poster=normalise_poster(str(row["poster"])),
+        file_total=file_total,
+        first_article=int(row["first_article"]),
+        last_article=int(row["last_article"]),
+        first_date=None if row["first_date"] is None else int(row["first_date"]),
+        last_date=None if row["last_date"] is None else int(row["last_date"]),
+        groups=tuple(str(row["groups"] or "").split()),
+    )
+
+
 def loose_files(tx: Tx, group_name: str) -> list[LooseFile]:
     """The group's loose releases not settled yet, as grouping reads them (light columns)."""
-    return [
-        LooseFile(
-            key=str(r["key"]),
-            poster=normalise_poster(str(r["poster"])),
-            file_total=int(r["file_total"]),
-            first_article=int(r["first_article"]),
-            last_article=int(r["last_article"]),
-            first_date=None if r["first_date"] is None else int(r["first_date"]),
-            last_date=None if r["last_date"] is None else int(r["last_date"]),
-            groups=tuple(str(r["groups"] or "").split()),
-        )
-        for r in tx.run("loose_in_group", {"group_name": group_name})
-    ]
+    rows = tx.run("loose_in_group", {"group_name": group_name})
+    return [_loose_file(r, int(r["file_total"])) for r in rows]
 
 
 def loose_runs(tx: Tx, group_name: str) -> tuple[list[LooseFile], dict[str, tuple[int, int]]]:
     """The group's loose runs as grouping reads them, and each one's (articles, largest article)."""
     rows = tx.run("runs_in_group", {"group_name": group_name})
-    files = [
-        LooseFile(
-            key=str(r["key"]),
-            poster=normalise_poster(str(r["poster"])),
-            file_total=0,
-            first_article=int(r["first_article"]),
-            last_article=int(r["last_article"]),
-            first_date=None if r["first_date"] is None else int(r["first_date"]),
-            last_date=None if r["last_date"] is None else int(r["last_date"]),
-            groups=tuple(str(r["groups"] or "").split()),
-        )
-        for r in rows
-    ]
+    files = [_loose_file(r, 0) for r in rows]
     return files, {str(r["key"]): (int(r["articles"]), int(r["max_size"])) for r in rows}
 
 
