@@ -7,8 +7,11 @@ export UV_LINK_MODE := copy
 
 # With the s3 extra (boto3): the object-storage tests run against moto's S3 server. `uv run` (below)
 # syncs inexactly, so it keeps what this installed.
+# The project's own modules compiled too (uv compiles the installed packages, compile-bytecode in
+# pyproject.toml): with PYTHONDONTWRITEBYTECODE set, every process would compile them at each start.
 sync:
 	$(UV) sync --locked --extra s3
+	$(UV) run --no-sync python -m compileall -q src
 
 # The main job on the embedded default (SQLite under ./data/demo) against the sample news server:
 # indexes its groups, prints the web UI, a newznab search URL and an NZB, serves until Ctrl-C.
