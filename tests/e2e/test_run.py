@@ -228,6 +228,9 @@ def test_a_second_run_of_the_machine_on_one_database_refuses_to_start(
         refused = second_log.read_text()
         assert code != 0, refused[-3000:]
         assert "another `usenet-indexer run` on this machine uses this database" in refused
+        # Nothing given back on the refused run's behalf: its server never served, and its supervisor
+        # used to retry each exited worker's give-back against the closed socket (15 s, not 4).
+        assert "edge.node_leases_failed" not in refused and "edge.give_back_failed" not in refused
         deadline = time.monotonic() + 180
         while set(counts(url)) - {"batches"} != {"done"}:  # the first goes on to the end, its tokens kept
             assert first.poll() is None and time.monotonic() < deadline, log.read_text()[-4000:]

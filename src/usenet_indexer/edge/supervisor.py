@@ -69,7 +69,7 @@ def supervise(
     grace_seconds: float | None = None,
     kill: threading.Event | None = None,
     on_start: Callable[[int, int], None] | None = None,
-    client_for: Callable[[int], NodeClient] | None = None,
+    client_for: Callable[[int], NodeClient | None] | None = None,
     own_nodes: bool = False,
 ) -> int:
     """Run ``count`` children (``python -m usenet_indexer.edge`` with ``child_args``: edge/main.py)
@@ -77,7 +77,8 @@ def supervise(
     0 is done and not restarted. Returns the exit code.
 
     ``client_for(slot)``: a client with that child's node token, to give back the leases a child
-    left when it exited (None: they lapse after the TTL). ``own_nodes``: each child's node is its
+    left when it exited (None: they lapse after the TTL; returning None: there is nothing to give back
+    through, as when ``run``'s coordinator never served). ``own_nodes``: each child's node is its
     alone (``run``), so every live lease of that node is the dead child's — a grant it had not read
     yet too, which its file cannot name. After ``stop`` each child gets SIGTERM and
     is waited for; one still running ``grace_seconds`` later, or when ``kill`` is set (a second
@@ -121,7 +122,10 @@ def supervise(
             return
         began = time.monotonic()
         try:
-            with client_for(slot) as client:
+            reclaiming = client_for(slot)
+            if reclaiming is None:
+                return
+            with reclaiming as client:
                 if own_nodes:
                     held = held | node_leases(client)
                 if not held:

@@ -152,6 +152,7 @@ class LocalRun:
         self._tokens: dict[int, str] = {}
         self._server: uvicorn.Server | None = None
         self._server_thread: threading.Thread | None = None
+        self._serving = False  # set before the server's thread starts: no lease is granted before
         self._loops: LoopRunner | None = None
         self._stop_workers = threading.Event()
         self._supervisor: threading.Thread | None = None
@@ -218,6 +219,7 @@ class LocalRun:
         server = uvicorn.Server(http_config(create_app(self.services), self.services.settings))
         # Not the main thread: uvicorn then leaves the signals to us (stop order matters, see above).
         listening = self._socket
+        self._serving = True
         thread = threading.Thread(
             target=server.run, kwargs={"sockets": [listening]}, name="http", daemon=True
         )
@@ -248,8 +250,12 @@ class LocalRun:
         def env_for(slot: int) -> dict[str, str]:
             return {"COORDINATOR_URL": self.url, "NODE_TOKEN": tokens[slot]}
 
-        def client_for(slot: int) -> NodeClient:
-            # A dead worker's leases given back with its own token (edge/supervisor.py).
+        def client_for(slot: int) -> NodeClient | None:
+            # A dead worker's leases given back with its own token (edge/supervisor.py). None when the
+            # server never started (a refused run): no lease was granted, and each exited worker's
+            # give-back retried against the closed socket, a refusal taking 15 s instead of 2.
+            if not self._serving:
+                return None
             return NodeClient(self.url, tokens[slot], retries=GIVE_BACK_RETRIES)
 
         output_for: Callable[[int], IO[bytes] | None] | None = None
