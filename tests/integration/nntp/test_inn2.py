@@ -176,7 +176,8 @@ async def test_auto_compression_reads_inn2_on_loopback_plain_by_measurement(inn2
             choice = pool.compression_choice()
             assert choice is not None
             # One connection, replies of ~500 kB one after the other: the pool alternates the modes
-            # until each has delivered two replies, then keeps the faster.
+            # until each has delivered two replies (one, when one mode is twice as fast), then keeps
+            # the faster.
             for first in range(1, 12_501, 2500):
                 chunk = await pool.over_chunk(inn2_group, first, first + 2499)
                 assert chunk.lines == 2500

@@ -31,7 +31,7 @@ def test_new_connections_alternate_while_measuring() -> None:
 
 @pytest.mark.parametrize(
     ("plain_seconds", "compressed_seconds", "chosen"),
-    [(0.01, 0.03, "plain"), (0.05, 0.01, "compressed")],
+    [(0.010, 0.015, "plain"), (0.015, 0.010, "compressed")],
 )
 def test_the_mode_that_delivers_more_bytes_per_second_is_chosen(
     plain_seconds: float, compressed_seconds: float, chosen: str
@@ -52,6 +52,34 @@ def test_the_mode_that_delivers_more_bytes_per_second_is_chosen(
     assert choice.keep(chosen)
     assert not choice.keep("plain" if chosen == "compressed" else "compressed")
     assert choice.record("plain", MB, 0.001, compressed=False) is None  # not measuring
+
+
+@pytest.mark.parametrize(("plain_seconds", "compressed_seconds"), [(0.01, 0.03), (0.05, 0.01)])
+def test_one_reply_of_each_decides_when_one_mode_is_clearly_faster(
+    plain_seconds: float, compressed_seconds: float
+) -> None:
+    choice = CompressionChoice(replies=2, clear_margin=2.0)
+    chosen = "plain" if plain_seconds < compressed_seconds else "compressed"
+    faster, slower = sorted((plain_seconds, compressed_seconds))
+    # The faster mode's replies alone decide nothing: the other is not measured yet.
+    for _ in range(3):
+        assert choice.record(chosen, MB, faster, compressed=chosen == "compressed") is None
+    other = "compressed" if chosen == "plain" else "plain"
+    decision = choice.record(other, MB, slower, compressed=other == "compressed")
+    assert decision is not None and decision.chosen == chosen == choice.chosen
+    assert decision.replies == {chosen: 3, other: 1}
+    assert f"{slower / faster:.1f} times faster" in decision.reason
+    assert not choice.measuring
+
+
+def test_a_close_race_waits_for_every_reply() -> None:
+    choice = CompressionChoice(replies=2, clear_margin=2.0)
+    assert choice.record("plain", MB, 0.010, compressed=False) is None
+    assert choice.record("compressed", MB, 0.019, compressed=True) is None  # 1.9 times: not clear
+    assert choice.record("plain", MB, 0.010, compressed=False) is None
+    decision = choice.record("compressed", MB, 0.019, compressed=True)
+    assert decision is not None and decision.chosen == "plain"
+    assert decision.replies == {"plain": 2, "compressed": 2}
 
 
 def test_small_replies_measure_latency_and_are_not_counted() -> None:
