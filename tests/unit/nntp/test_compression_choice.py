@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from usenet_indexer.nntp.choice import CompressionChoice
+from usenet_indexer.nntp.choice import CompressionChoice, Mode
 
 MB = 1_000_000
 
@@ -59,12 +59,12 @@ def test_one_reply_of_each_decides_when_one_mode_is_clearly_faster(
     plain_seconds: float, compressed_seconds: float
 ) -> None:
     choice = CompressionChoice(replies=2, clear_margin=2.0)
-    chosen = "plain" if plain_seconds < compressed_seconds else "compressed"
+    chosen: Mode = "plain" if plain_seconds < compressed_seconds else "compressed"
     faster, slower = sorted((plain_seconds, compressed_seconds))
     # The faster mode's replies alone decide nothing: the other is not measured yet.
     for _ in range(3):
         assert choice.record(chosen, MB, faster, compressed=chosen == "compressed") is None
-    other = "compressed" if chosen == "plain" else "plain"
+    other: Mode = "compressed" if chosen == "plain" else "plain"
     decision = choice.record(other, MB, slower, compressed=other == "compressed")
     assert decision is not None and decision.chosen == chosen == choice.chosen
     assert decision.replies == {chosen: 3, other: 1}
