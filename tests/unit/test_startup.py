@@ -4,7 +4,8 @@ Each check imports a role's start-up path in a fresh interpreter and lists the m
 edge worker (``python -m usenet_indexer.edge``: edge/main.py's imports) needs the indexer, the wire
 and the HTTP client, not the coordinator's web stack or the store (each worker's start is paid once
 per core, at every `run`); the coordinator (``run``, ``serve``) loads its templates at the first page
-and never the pydantic v1 shim, nor the extras httpx imports for its command line. A module named here that comes back fails the check.
+and never the pydantic v1 shim, nor the extras httpx imports for its command line. A module named
+here that comes back fails the check.
 """
 
 from __future__ import annotations
