@@ -19,6 +19,14 @@ GC_THRESHOLDS = (50_000, 20, 100)
 TUNED_COMMANDS = frozenset({"run", "serve"})
 
 
+def absent(*names: str) -> None:
+    """Mark modules absent in this process (``import`` then raises ImportError), unless imported
+    already: optional imports of our libraries that have a fallback and cost a start-up CPU for
+    nothing we use (edge/main.py, coordinator/http/__init__.py)."""
+    for name in names:
+        sys.modules.setdefault(name, None)  # type: ignore[arg-type]
+
+
 def quiet_start() -> None:
     """No collections until ``tune_gc``: start-up (imports, the app) makes a few hundred thousand
     objects that nearly all live on, and the collector scanned them again and again, then once more
@@ -72,6 +80,7 @@ __all__ = [
     "MMAP_THRESHOLD",
     "TRIM_THRESHOLD",
     "TUNED_COMMANDS",
+    "absent",
     "quiet_start",
     "tune_gc",
     "tune_malloc",

@@ -112,11 +112,14 @@ def work(options: EdgeOptions, stop: threading.Event) -> None:
 
 
 def without_extras() -> None:
-    """Mark rich, click and pygments absent in this process: structlog imports rich for its tracebacks
-    and httpx all three for its own command line, whenever they are installed (Typer brings them);
-    ~0.15 core-seconds at a worker's start for output a worker never makes. Both fall back without."""
-    for name in ("rich", "click", "pygments"):
-        sys.modules.setdefault(name, None)  # type: ignore[arg-type]
+    """Mark rich, click, pygments and greenlet absent in this process: structlog imports rich for its
+    tracebacks and greenlet for its (deprecated) thread-local context, and httpx rich, click and
+    pygments for its own command line, whenever they are installed (Typer brings the first three,
+    SQLAlchemy greenlet); ~0.15 core-seconds at a worker's start for what a worker never uses. Both
+    fall back without."""
+    from usenet_indexer.runtime import absent
+
+    absent("rich", "click", "pygments", "greenlet")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
