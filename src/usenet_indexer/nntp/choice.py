@@ -42,6 +42,7 @@ class Decision:
     chosen: Mode
     rates: dict[Mode, float]
     replies: dict[Mode, int]
+    sizes: dict[Mode, int]  # overview bytes (plain) measured in each mode
     reason: str  # "measured", or why not
 
     def describe(self) -> str:
@@ -151,5 +152,6 @@ class CompressionChoice:
             chosen,
             self._rates(),
             dict(self._count),
+            dict(self._bytes),
             f"{reason}; measured again in {self.recheck_seconds:.0f} s",
         )

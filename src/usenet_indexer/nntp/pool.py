@@ -10,8 +10,11 @@
 - ``compression = "auto"`` reads overview plain or compressed, whichever a server delivers faster,
   measured per server (nntp/choice.py): COMPRESS DEFLATE on loopback cost INN2 four times the CPU and
   made the whole run slower (issue 17); over a slow link it is the faster. The choice is logged
-  (``nntp.compression_chosen``, with the rates) and measured again now and then. Any other setting
-  is used as it is.
+  (``nntp.compression_chosen``, with the rates) and measured again now and then. While it measures, a
+  chunk's fetch first times a probe of its first ``PROBE_ARTICLES`` (then fetches the whole chunk):
+  measured on whole chunks, INN2's compressed reply of 20,000 lines held one of two connections for
+  ~2 s under load at every run's start, and the range waiting for that chunk with it. Any other
+  setting is used as it is.
 - Servers are tried by ``priority`` (lower first). Overview and GROUP come from the primary (the
   first server): article numbers are per server. BODY falls through to the fill servers when a
   server does not have the article (423/430).
@@ -49,6 +52,12 @@ log = get_logger(__name__)
 # Errors after which the connection is gone (or cannot be trusted) but the command may succeed on a
 # new one. A corrupt compressed reply is not among them: the caller's corrupt path decides.
 _RETRYABLE = (NNTPConnectionError, NNTPTimeout, NNTPProtocolError)
+
+# "auto" measuring: a chunk's first articles fetched to time the connection's mode (~300 kB of overview,
+# over the choice's min_bytes), and how long a probed connection waits for the other mode's probe to
+# decide before it fetches its chunk anyway.
+PROBE_ARTICLES = 1_000
+PROBE_WAIT_SECONDS = 2.0
 
 
 class ServerSettings(BaseModel):
@@ -132,6 +141,7 @@ class _Server:
         self._max_refusals = max_refusals
         self._refusals_in_a_row = 0
         self._closed = False
+        self._replied = asyncio.Event()  # a measured reply was recorded (with "auto")
 
     @property
     def open(self) -> int:
@@ -236,8 +246,29 @@ class _Server:
         if mode == "compressed" and compressed:
             self._compressed_as = on_wire
         decision = self.choice.record(mode, chunk.plain_size, seconds, compressed=compressed)
+        self._replied.set()
         if decision is not None:
             self._log_choice(decision)
+
+    def measuring(self) -> bool:
+        return self.choice is not None and self.choice.measuring
+
+    def keeps(self, client: NNTPClient) -> bool:
+        """Whether ``client`` goes on serving as the choice stands (see ``release``)."""
+        return self.choice is None or self.choice.keep(self.mode_of(client))
+
+    async def await_choice(self, client: NNTPClient) -> None:
+        """While measuring, and a connection of the other mode is open to decide it: until the next
+        measured reply is recorded, at most PROBE_WAIT_SECONDS."""
+        choice = self.choice
+        if choice is None or not choice.measuring:
+            return
+        other: Mode = "compressed" if self.mode_of(client) == "plain" else "plain"
+        if not choice.open[other]:
+            return
+        self._replied.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._replied.wait(), PROBE_WAIT_SECONDS)
 
     def _log_choice(self, decision: Decision) -> None:
         log.info(
@@ -248,6 +279,7 @@ class _Server:
             compressed_mb_per_s=round(decision.rates["compressed"] / 1e6, 1),
             compressed_as=self._compressed_as,
             replies=f"{decision.replies['plain']} plain, {decision.replies['compressed']} compressed",
+            measured_bytes=decision.sizes,
             reason=decision.reason,
         )
 
@@ -421,16 +453,29 @@ class NNTPPool:
         inflate: fetch it again with ``compress=False``."""
 
         server = self._servers[0]
+        probed = False
 
-        async def operation(client: NNTPClient) -> OverviewChunk:
+        async def operation(client: NNTPClient) -> OverviewChunk | None:
+            nonlocal probed
             await self._select(client, group)
+            if compress and not probed and server.measuring() and last - first >= PROBE_ARTICLES:
+                probed = True
+                began = time.perf_counter()
+                probe = await client.over_chunk(first, first + PROBE_ARTICLES - 1, compress=True)
+                server.measured(client, probe, time.perf_counter() - began)
+                await server.await_choice(client)
+                if not server.keeps(client):
+                    return None  # the other mode chosen: the chunk from one of its connections
             began = time.perf_counter()
             chunk = await client.over_chunk(first, last, compress=compress)
             if compress:
                 server.measured(client, chunk, time.perf_counter() - began)
             return chunk
 
-        return await self._run(server, operation)
+        while True:
+            chunk = await self._run(server, operation)
+            if chunk is not None:
+                return chunk
 
     async def over(self, group: str, first: int, last: int, *, compress: bool = True) -> AsyncIterator[bytes]:
         """Stream a range's overview as plain whole lines; a dropped connection resumes after the

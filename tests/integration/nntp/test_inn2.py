@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import zlib
 from collections.abc import Callable
@@ -20,7 +21,7 @@ from usenet_indexer.nntp import (
     yenc,
 )
 from usenet_indexer.nntp.client import Compression, NNTPClient
-from usenet_indexer.nntp.pool import NNTPPool, ServerSettings
+from usenet_indexer.nntp.pool import PROBE_ARTICLES, NNTPPool, ServerSettings
 
 ClientFactory = Callable[..., NNTPClient]
 
@@ -190,6 +191,30 @@ async def test_auto_compression_reads_inn2_on_loopback_plain_by_measurement(inn2
     assert chosen[0]["compressed_as"] == "deflate"
     assert chosen[0]["plain_mb_per_s"] > chosen[0]["compressed_mb_per_s"] > 0
     assert chosen[0]["server"] == f"{support.HOST}:{support.PLAIN_PORT}"
+
+
+async def test_auto_compression_measures_on_probes_not_whole_chunks(inn2_group: str) -> None:
+    # Measured on whole chunks, INN2's compressed reply of one held one of two connections for ~2 s
+    # under load at every run's start, and the range waiting for that chunk with it: each mode is
+    # timed on a chunk's first PROBE_ARTICLES, and the slower one fetches no chunk.
+    assert support.post_articles(inn2_group, [support.yenc_article(i) for i in range(1, 20_001)]) == 20_000
+    server = ServerSettings(host=support.HOST, port=support.PLAIN_PORT, connections=2)
+    size = 5_000
+    async with NNTPPool([server]) as pool:
+        choice = pool.compression_choice()
+        assert choice is not None
+        with capture_logs() as logged:
+            chunks = await asyncio.gather(
+                *(pool.over_chunk(inn2_group, n, n + size - 1) for n in range(1, 20_001, size))
+            )
+        assert [chunk.lines for chunk in chunks] == [size] * 4
+        assert choice.chosen == "plain"
+    chosen = [e for e in logged if e["event"] == "nntp.compression_chosen"]
+    assert len(chosen) == 1
+    decision_sizes = chosen[0]["measured_bytes"]
+    # The compressed mode was timed on probes only: less than one chunk's overview.
+    assert 0 < decision_sizes["compressed"] < min(len(chunk.plain()) for chunk in chunks)
+    assert size > PROBE_ARTICLES  # the chunks were bigger than a probe
 
 
 async def test_explicit_compression_is_used_as_set(inn2_group: str) -> None:
