@@ -11,7 +11,8 @@
   measured per server (nntp/choice.py): COMPRESS DEFLATE on loopback cost INN2 four times the CPU and
   made the whole run slower (issue 17); over a slow link it is the faster. The choice is logged
   (``nntp.compression_chosen``, with the rates) and measured again now and then. While it measures, a
-  chunk's fetch first times a probe of its first ``PROBE_ARTICLES`` (then fetches the whole chunk):
+  chunk's fetch first times a probe of its first ``PROBE_ARTICLES`` (then fetches the whole chunk, or,
+  when the probe decided for the other mode, leaves it to a connection of that mode):
   measured on whole chunks, INN2's compressed reply of 20,000 lines held one of two connections for
   ~2 s under load at every run's start, and the range waiting for that chunk with it. Any other
   setting is used as it is.
@@ -54,10 +55,9 @@ log = get_logger(__name__)
 _RETRYABLE = (NNTPConnectionError, NNTPTimeout, NNTPProtocolError)
 
 # "auto" measuring: a chunk's first articles fetched to time the connection's mode (~300 kB of overview,
-# over the choice's min_bytes), and how long a probed connection waits for the other mode's probe to
-# decide before it fetches its chunk anyway.
+# over the choice's min_bytes). A probed connection does not wait for the other mode's probe: waiting
+# (up to 2 s) stalled the plain connection while INN2's compressed one was still connecting under load.
 PROBE_ARTICLES = 1_000
-PROBE_WAIT_SECONDS = 2.0
 
 
 class ServerSettings(BaseModel):
@@ -141,7 +141,6 @@ class _Server:
         self._max_refusals = max_refusals
         self._refusals_in_a_row = 0
         self._closed = False
-        self._replied = asyncio.Event()  # a measured reply was recorded (with "auto")
 
     @property
     def open(self) -> int:
@@ -246,7 +245,6 @@ class _Server:
         if mode == "compressed" and compressed:
             self._compressed_as = on_wire
         decision = self.choice.record(mode, chunk.plain_size, seconds, compressed=compressed)
-        self._replied.set()
         if decision is not None:
             self._log_choice(decision)
 
@@ -256,19 +254,6 @@ class _Server:
     def keeps(self, client: NNTPClient) -> bool:
         """Whether ``client`` goes on serving as the choice stands (see ``release``)."""
         return self.choice is None or self.choice.keep(self.mode_of(client))
-
-    async def await_choice(self, client: NNTPClient) -> None:
-        """While measuring, and a connection of the other mode is open to decide it: until the next
-        measured reply is recorded, at most PROBE_WAIT_SECONDS."""
-        choice = self.choice
-        if choice is None or not choice.measuring:
-            return
-        other: Mode = "compressed" if self.mode_of(client) == "plain" else "plain"
-        if not choice.open[other]:
-            return
-        self._replied.clear()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._replied.wait(), PROBE_WAIT_SECONDS)
 
     def _log_choice(self, decision: Decision) -> None:
         log.info(
@@ -463,7 +448,6 @@ class NNTPPool:
                 began = time.perf_counter()
                 probe = await client.over_chunk(first, first + PROBE_ARTICLES - 1, compress=True)
                 server.measured(client, probe, time.perf_counter() - began)
-                await server.await_choice(client)
                 if not server.keeps(client):
                     return None  # the other mode chosen: the chunk from one of its connections
             began = time.perf_counter()
