@@ -8,11 +8,14 @@ each server run since its epoch was last bumped, so a holder the crash forgot â€
 included â€” has every call at its epoch refused; a takeover and a run's first grant are durable.
 Here a real server crashes (``pg_ctl stop -m immediate``, the WAL writer stopped) three times: a
 grant lost, a grant lost in the run after, a takeover kept; each time the test first proves what
-was lost or kept. Then the ranges are read to their ends and the audit is the oracle.
+was lost or kept. Then the ranges are read to their ends and the audit is the oracle. A backend's
+crash, after which the postmaster replays the WAL without restarting, is checked too.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -203,3 +206,53 @@ def test_two_first_grants_after_a_crash_begin_one_run(url: str) -> None:
                 second.commit()
             assert admin.execute("SELECT boot FROM lease_boot").fetchone() == (expected,)
             assert admin.execute("SELECT boot FROM lease_boot_alive").fetchone() == (expected,)
+
+
+def quit_pending(pid: int) -> bool:
+    """SIGQUIT pending for ``pid`` (a stopped process acts on no signal until it runs again)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    pending = 0
+    for line in status.splitlines():
+        if line.startswith(("SigPnd:", "ShdPnd:")):
+            pending |= int(line.split()[1], 16)
+    return bool(pending & (1 << (signal.SIGQUIT - 1)))
+
+
+def test_a_backend_crash_begins_a_new_run(cluster: PrivateCluster, url: str, tmp_path: Path) -> None:
+    """A backend killed (SIGKILL) makes the postmaster reset shared memory and replay the WAL, which
+    can lose asynchronous commits as a server crash does, with the postmaster's start time unchanged:
+    its crash recovery empties lease_boot_alive too, so the next grant skips an epoch."""
+    services = services_for(url, tmp_path, **settings())
+    services.groups.add(GROUP)
+    services.groups.plan(GROUP, 1, RANGE_ARTICLES - 1)
+    worker, _ = services.nodes.add("worker-a")
+    with cluster.hold_wal_writer() as walwriter:
+        lost = services.ranges.lease(worker)
+        assert lost is not None
+        with psycopg.connect(url, autocommit=True) as victim:
+            os.kill(victim.info.backend_pid, signal.SIGKILL)
+            # Held stopped until the postmaster has told it to quit (SIGQUIT pending), so that it
+            # quits without a round of writing the WAL when it runs again.
+            deadline = time.monotonic() + 60
+            while not quit_pending(walwriter):
+                assert time.monotonic() < deadline, "the postmaster never told the WAL writer to quit"
+                time.sleep(0.01)
+    deadline = time.monotonic() + 60
+    while "all server processes terminated; reinitializing" not in cluster.server_log():
+        assert time.monotonic() < deadline, "the postmaster did not reinitialize"
+        time.sleep(0.05)
+    services.close()
+    services = services_for(url, tmp_path, **settings())
+    deadline = time.monotonic() + 60
+    while True:  # the postmaster accepts connections again once its crash recovery is done
+        try:
+            gone = range_row(services, lost.range_id)
+            break
+        except Exception:
+            assert time.monotonic() < deadline, "the server did not come back"
+            time.sleep(0.1)
+    assert (gone["status"], gone["epoch"]) == ("planned", lost.epoch - 1)  # the grant was lost
+    again = services.ranges.lease(worker)
+    assert again is not None and again.epoch == lost.epoch + 1
+    assert query(services.db, "SELECT boot FROM lease_boot")[0]["boot"] == 1
+    services.close()
