@@ -137,7 +137,15 @@ class RangeLeases:
             "history_allowed": bool(self.history_allowed()),
         }
         if self.db.dialect == "postgresql":
-            rows = retry_conflicts(lambda: self.db.once("lease_take", params))
+            # Not durable (PostgreSQL, migration 0017): a grant lost in a crash would have its epoch
+            # issued again, and its holder's writes at it accepted, but the next bump of the range's
+            # epoch skips one epoch for each server run since its last (ranges_epoch_unique.v1.sql),
+            # so no epoch is issued twice; what the holder wrote under it was lost with it (later in
+            # the same WAL; its first batch, durable, flushes the grant). A takeover and the first
+            # grant after a crash are made durable inside the function. The grant's wait for the WAL
+            # flush was most of a lease's latency (docs/PERFORMANCE.md, sessions 10 and 11). A server
+            # crashed with grants unflushed: tests/integration/leases/test_lost_take.py.
+            rows = retry_conflicts(lambda: self.db.once("lease_take", params, durable=False))
             return _lease(rows[0]) if rows else None
 
         def take(tx: Tx) -> RangeLease | None:

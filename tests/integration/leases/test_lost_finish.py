@@ -120,10 +120,12 @@ def lost_finish_then_recovery(
     assert [d.range_id for d in cleanup.finish_abandoned()] == [read.range_id]
     taken = services.ranges.lease(worker_b)
     assert taken is not None
+    # PostgreSQL skips an epoch for the server run the range missed (the crash; migration 0017).
+    missed = 1 if services.db.dialect == "postgresql" else 0
     assert (taken.range_id, taken.took_over, taken.epoch, taken.next) == (
         half.range_id,
         True,
-        half.epoch + 1,
+        half.epoch + 1 + missed,
         resume_half,
     )
     assert services.ranges.lease(worker_b) is None  # the finished range is not handed out again

@@ -22,6 +22,28 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION public.lease_boot() RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  v_boot bigint;
+BEGIN
+  SELECT a.boot INTO v_boot FROM lease_boot_alive a;
+  IF FOUND THEN
+    RETURN v_boot;
+  END IF;
+  PERFORM 1 FROM lease_boot b FOR UPDATE;
+  SELECT a.boot INTO v_boot FROM lease_boot_alive a;
+  IF FOUND THEN
+    RETURN v_boot;
+  END IF;
+  UPDATE lease_boot b SET boot = b.boot + 1 RETURNING b.boot INTO v_boot;
+  INSERT INTO lease_boot_alive (id, boot) VALUES (1, v_boot);
+  PERFORM set_config('synchronous_commit', 'on', true);
+  RETURN v_boot;
+END
+$$;
+
 CREATE FUNCTION public.lease_now() RETURNS double precision
     LANGUAGE sql
     AS $$
@@ -216,6 +238,22 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION public.ranges_epoch_unique() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  v_boot bigint := lease_boot();
+BEGIN
+  NEW.epoch := NEW.epoch + (v_boot - OLD.granted_boot);
+  NEW.granted_boot := v_boot;
+  IF OLD.status <> 'planned' THEN
+    -- A takeover: durable, so that a run loses at most one bump of a range (above).
+    PERFORM set_config('synchronous_commit', 'on', true);
+  END IF;
+  RETURN NEW;
+END
+$$;
+
 CREATE TABLE public.alembic_version (
     version_num character varying(32) NOT NULL
 );
@@ -327,6 +365,18 @@ CREATE SEQUENCE public.lane_log_id_seq
     CACHE 1;
 
 ALTER SEQUENCE public.lane_log_id_seq OWNED BY public.lane_log.id;
+
+CREATE TABLE public.lease_boot (
+    id integer NOT NULL,
+    boot bigint NOT NULL,
+    CONSTRAINT lease_boot_id_check CHECK ((id = 1))
+);
+
+CREATE UNLOGGED TABLE public.lease_boot_alive (
+    id integer NOT NULL,
+    boot bigint NOT NULL,
+    CONSTRAINT lease_boot_alive_id_check CHECK ((id = 1))
+);
 
 CREATE TABLE public.lease_log (
     id bigint NOT NULL,
@@ -440,6 +490,7 @@ CREATE TABLE public.ranges (
     created_at double precision NOT NULL,
     gaps bigint DEFAULT '0'::bigint NOT NULL,
     lane_epoch bigint,
+    granted_boot bigint DEFAULT 0 NOT NULL,
     CONSTRAINT ranges_bounds CHECK ((start_id <= end_id)),
     CONSTRAINT ranges_next_inside CHECK (((next_id >= start_id) AND (next_id <= (end_id + 1)))),
     CONSTRAINT ranges_status CHECK ((status = ANY (ARRAY['planned'::text, 'leased'::text, 'done'::text, 'failed'::text])))
@@ -618,6 +669,12 @@ ALTER TABLE ONLY public.lane_log
 ALTER TABLE ONLY public.lane_log
     ADD CONSTRAINT lane_log_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY public.lease_boot_alive
+    ADD CONSTRAINT lease_boot_alive_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.lease_boot
+    ADD CONSTRAINT lease_boot_pkey PRIMARY KEY (id);
+
 ALTER TABLE ONLY public.lease_log
     ADD CONSTRAINT lease_log_once UNIQUE (range_id, epoch);
 
@@ -719,6 +776,8 @@ CREATE INDEX snapshot_log_lane ON public.snapshot_log USING btree (group_id, lan
 CREATE INDEX web_sessions_expires ON public.web_sessions USING btree (expires_at);
 
 CREATE INDEX web_sessions_user ON public.web_sessions USING btree (user_id);
+
+CREATE TRIGGER ranges_epoch_unique BEFORE UPDATE OF epoch ON public.ranges FOR EACH ROW WHEN ((new.epoch <> old.epoch)) EXECUTE FUNCTION public.ranges_epoch_unique();
 
 ALTER TABLE ONLY public.api_usage
     ADD CONSTRAINT api_usage_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
