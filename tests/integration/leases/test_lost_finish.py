@@ -144,6 +144,20 @@ def lost_finish_then_recovery(
     with pytest.raises(LeaseLost):
         services.ranges.finish(half.range_id, worker_a, half.epoch)
 
+    assert_indexed_once(services, generated)
+    reasons = query(services.db, "SELECT range_id, epoch, end_reason FROM lease_log ORDER BY range_id, epoch")
+    assert [(r["range_id"], r["epoch"], r["end_reason"]) for r in reasons] == [
+        (read.range_id, read.epoch, "abandoned"),
+        (half.range_id, half.epoch, "expired"),
+        (half.range_id, taken.epoch, "finished"),
+    ]
+    services.close()
+
+
+def assert_indexed_once(services: Services, generated: Posting) -> None:
+    """After a crash and its recovery: both ranges done, the audit clean with the eight batches each
+    stored once, the headers counted once, every article in exactly one release's segments, and the
+    catalog an uninterrupted run makes."""
     report = audit(services.db, ttl=TTL, max_per_group=2)
     assert report.problems == []
     assert report.batches == 8  # four chunks a range, each stored once
@@ -155,20 +169,12 @@ def lost_finish_then_recovery(
         services.db, "SELECT headers_history, headers_tail FROM groups WHERE name = :g", {"g": GROUP}
     )
     assert int(counted[0]["headers_history"]) + int(counted[0]["headers_tail"]) == headers  # counted once
-    reasons = query(services.db, "SELECT range_id, epoch, end_reason FROM lease_log ORDER BY range_id, epoch")
-    assert [(r["range_id"], r["epoch"], r["end_reason"]) for r in reasons] == [
-        (read.range_id, read.epoch, "abandoned"),
-        (half.range_id, half.epoch, "expired"),
-        (half.range_id, taken.epoch, "finished"),
-    ]
-    # Every article in exactly one release's segments, and the catalog an uninterrupted run makes.
     articles: list[int] = []
     for row in query(services.db, "SELECT segments FROM releases"):
         for f in unpack_segments(bytes(row["segments"])):
             articles.extend(f.articles)
     assert len(articles) == len(set(articles))
     assert stored_catalog(services.db) == expected_catalog(GROUP, generated)
-    services.close()
 
 
 @pytest.fixture
