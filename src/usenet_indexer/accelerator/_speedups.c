@@ -28,6 +28,8 @@ checked against their Python twins by tests/unit/indexing/test_shared_limits.py.
   False for anything else, and the Python reads it (tests/unit/indexing/test_subject_reading.py).
 * line_scan() counts the LFs of a block of a multi-line NNTP reply and finds its first "LF ." (the
   terminator's candidate) for nntp/_readers.py.
+* parse_date() is overview.parse_date for the usual form of a valid date; False for the rest, which the
+  Python reads (tests/unit/indexing/test_overview.py).
 
 Numbers are read only when they are 1 to 18 ASCII digits (they then fit an int64); Python's int() also
 takes signs, blanks and underscores, and those lines take the Python path, which reads them the same way
@@ -1232,6 +1234,118 @@ done:
     return result;
 }
 
+/* ---- a date's Unix seconds (overview.parse_date) ------------------------------------------------ */
+
+PyDoc_STRVAR(parse_date_doc,
+             "parse_date(raw, /) -> int | False\n\n"
+             "overview.parse_date for the form posters' clients write, \"Sat, 30 Nov 2024 14:22:01 +0000\" (the "
+             "weekday and the seconds optional, spaces as the blanks, anything after the zone ignored, as its "
+             "regex reads it), when the date is valid and in 1970-2100: its Unix seconds. False for anything "
+             "else (other blanks, another form, a date out of range): the Python reads it. The worker parses "
+             "two a release at take, ~3 µs each in Python (issue 17).");
+
+static int
+two_digits(const char *p)
+{
+    return (p[0] >= '0' && p[0] <= '9' && p[1] >= '0' && p[1] <= '9') ? (p[0] - '0') * 10 + (p[1] - '0') : -1;
+}
+
+static int
+is_alpha(char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+}
+
+static PyObject *
+parse_date(PyObject *module, PyObject *arg)
+{
+    static const char months[] = "janfebmaraprmayjunjulaugsepoctnovdec";
+    static const int lengths[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (!PyBytes_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "parse_date: bytes expected");
+        return NULL;
+    }
+    const char *p = PyBytes_AS_STRING(arg), *end = p + PyBytes_GET_SIZE(arg);
+    /* every read below is bounded by `end`: the bytes object's NUL past it stops none of them early */
+    while (p < end && *p == ' ')
+        p++;
+    if (end - p >= 4 && is_alpha(p[0]) && is_alpha(p[1]) && is_alpha(p[2]) && p[3] == ',') {
+        p += 4;
+        while (p < end && *p == ' ')
+            p++;
+    }
+    int day = 0, digits = 0;
+    while (p < end && *p >= '0' && *p <= '9' && digits < 2) {
+        day = day * 10 + (*p++ - '0');
+        digits++;
+    }
+    if (digits == 0 || p >= end || *p != ' ')
+        Py_RETURN_FALSE;
+    while (p < end && *p == ' ')
+        p++;
+    if (end - p < 4 || !is_alpha(p[0]) || !is_alpha(p[1]) || !is_alpha(p[2]) || p[3] != ' ')
+        Py_RETURN_FALSE;
+    int month = 0;
+    for (int m = 0; m < 12; m++) {
+        if ((p[0] | 0x20) == months[3 * m] && (p[1] | 0x20) == months[3 * m + 1] && (p[2] | 0x20) == months[3 * m + 2]) {
+            month = m + 1;
+            break;
+        }
+    }
+    if (month == 0)
+        Py_RETURN_FALSE;
+    p += 3;
+    while (p < end && *p == ' ')
+        p++;
+    if (end - p < 5)
+        Py_RETURN_FALSE;
+    int y1 = two_digits(p), y2 = two_digits(p + 2);
+    if (y1 < 0 || y2 < 0 || p[4] != ' ')
+        Py_RETURN_FALSE;
+    int year = y1 * 100 + y2;
+    p += 4;
+    while (p < end && *p == ' ')
+        p++;
+    if (end - p < 5 || p[2] != ':')
+        Py_RETURN_FALSE;
+    int hh = two_digits(p), mm = two_digits(p + 3), ss = 0;
+    if (hh < 0 || mm < 0)
+        Py_RETURN_FALSE;
+    p += 5;
+    if (end - p >= 3 && p[0] == ':') {
+        ss = two_digits(p + 1);
+        if (ss < 0)
+            Py_RETURN_FALSE;
+        p += 3;
+    }
+    if (p >= end || *p != ' ')
+        Py_RETURN_FALSE;
+    while (p < end && *p == ' ')
+        p++;
+    if (end - p < 5 || (p[0] != '+' && p[0] != '-'))
+        Py_RETURN_FALSE;
+    int zh = two_digits(p + 1), zm = two_digits(p + 3);
+    if (zh < 0 || zm < 0)
+        Py_RETURN_FALSE;
+    long long offset = (zh * 3600LL + zm * 60LL) * (p[0] == '+' ? 1 : -1);
+    /* overview._unix: a valid date and time of 1970-2100, then within [0, 2100-01-01] */
+    if (!(year >= 1970 && year <= 2100 && hh < 24 && mm < 60 && ss <= 60))
+        Py_RETURN_FALSE;
+    int leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    int length = lengths[month - 1] + (month == 2 && leap);
+    if (day < 1 || day > length)
+        Py_RETURN_FALSE;
+    /* days from 1970-01-01 (proleptic Gregorian, as calendar.timegm) */
+    long long y = year - (month <= 2), era = y / 400, yoe = y - era * 400;
+    long long doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1;
+    long long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    long long days = era * 146097 + doe - 719468;
+    long long value = days * 86400 + hh * 3600LL + mm * 60LL + ss - offset;
+    if (value < 0 || value > 4102444800LL)
+        Py_RETURN_FALSE;
+    return PyLong_FromLongLong(value);
+}
+
 /* ---- NNTP replies (nntp/_readers.py) ------------------------------------------------------------ */
 
 PyDoc_STRVAR(line_scan_doc,
@@ -2390,6 +2504,7 @@ static PyMethodDef methods[] = {
     {"segment_files", segment_files, METH_VARARGS, segment_files_doc},
     {"column_range", column_range, METH_O, column_range_doc},
     {"line_scan", line_scan, METH_O, line_scan_doc},
+    {"parse_date", parse_date, METH_O, parse_date_doc},
     {"segment_blob", segment_blob, METH_O, segment_blob_doc},
     {"subject_tables", subject_tables, METH_VARARGS, subject_tables_doc},
     {"subject_reading", subject_reading, METH_VARARGS, subject_reading_doc},
