@@ -679,9 +679,8 @@ class RangeIndexer:
         if raw in self._dates:
             return self._dates[raw]
         # The C reads the usual form (False: the rest, for parse_date): two dates a release at take.
-        value = False if self._speedups is None else self._speedups.parse_date(raw)
-        if value is False:
-            value = parse_date(raw)
+        native = False if self._speedups is None else self._speedups.parse_date(raw)
+        value = parse_date(raw) if native is False else native
         self._dates[raw] = value
         return value
 
