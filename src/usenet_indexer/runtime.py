@@ -36,13 +36,27 @@ def quiet_start() -> None:
     gc.disable()
 
 
-def tune_gc() -> None:
-    """Freeze what start-up made and collect less often; call once, when start-up is done."""
+def tune_gc(young: int = GC_THRESHOLDS[0]) -> None:
+    """Freeze what start-up made and collect less often; call once, when start-up is done. ``young``:
+    the young generation's threshold (``worker_young`` for an edge worker)."""
     if gc.isenabled():  # not started quietly (tests, an embedding): collect start-up's garbage first
         gc.collect()
     gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
+    gc.set_threshold(young, *GC_THRESHOLDS[1:])
     gc.enable()
+
+
+def worker_young(batch_articles: int) -> int:
+    """An edge worker's young threshold: one object per article of its batch, at least GC_THRESHOLDS'.
+
+    The collector counts container objects made less those freed, and an edge worker's live ones are
+    nearly all its batch's: ~0.45 an article at the peak (the batch's files, releases and their
+    tuples, built up by indexing and doubled by take; bench/e2e.py's corpus), all freed once the batch
+    is posted. With 50,000, the batch of each 125,000-article range set off one young collection in
+    take, over every object the range had made: ~30 ms of a core each, a third of take (issue 17,
+    docs/PERFORMANCE.md "Session 11: i17-worker3"). Above a batch's peak, a batch is made and freed
+    without one; cyclic garbage (little in a worker) is still collected once this many objects pile up."""
+    return max(GC_THRESHOLDS[0], batch_articles)
 
 
 # glibc's malloc hands a block past its mmap threshold (128 KiB at first, raised to the largest block
@@ -84,4 +98,5 @@ __all__ = [
     "quiet_start",
     "tune_gc",
     "tune_malloc",
+    "worker_young",
 ]

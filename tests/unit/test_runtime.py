@@ -1,14 +1,23 @@
-"""runtime.tune_malloc: large blocks stay in malloc's heaps instead of coming back as fresh pages."""
+"""runtime.tune_malloc: large blocks stay in malloc's heaps instead of coming back as fresh pages;
+runtime.worker_young: a batch's objects stay below an edge worker's young threshold."""
 
 from __future__ import annotations
 
+import gc
 import platform
+import random
 import resource
 import sys
 
 import pytest
 
 from usenet_indexer import runtime
+from usenet_indexer.indexing import sample
+from usenet_indexer.indexing.indexer import RangeIndexer
+from usenet_indexer.indexing.rules import default_rules
+from usenet_indexer.wire.batch import encode_batch
+
+GROUP = "alt.binaries.test.runtime"
 
 # Past glibc's largest dynamic mmap threshold (32 MiB): with the defaults every block this size is a
 # mapping of its own, given back when freed, and every page of the next one faults in again.
@@ -35,3 +44,31 @@ def test_a_large_block_made_again_does_not_fault_in_again() -> None:
     faults = [_faults_of_a_block() for _ in range(3)]
     # Without the tuning each of these is ~10,240 faults (one per page); kept in the heap, none or few.
     assert min(faults) < PAGES // 10, faults
+
+
+def test_a_batch_makes_fewer_objects_than_its_articles() -> None:
+    """worker_young puts an edge worker's young threshold at its batch's articles, so that a batch's
+    objects are made and freed without a young collection over them: indexing a batch, taking and
+    encoding it must leave fewer new objects for the collector than the batch has articles."""
+    rng = random.Random(17)
+    releases = [r for r in sample.plan(rng, 400, GROUP) if r.scheme == "named"]
+    lines = [sample.overview_line(a) for a in sample.post(releases, rng, first=1, duplicate=0.0).articles]
+    first, last = 1, int(lines[-1].split(b"\t", 1)[0])
+    indexer = RangeIndexer(GROUP, first, last, first, default_rules())
+    enabled = gc.isenabled()
+    gc.disable()  # the count still moves: allocations of tracked objects less their deallocations
+    try:
+        before = gc.get_count()[0]
+        for at in range(0, len(lines), 10_000):
+            block = lines[at : at + 10_000]
+            indexer.add_text(sample.chunk_text(block), int(block[-1].split(b"\t", 1)[0]) + 1)
+        indexer.finish()
+        batch = indexer.take()
+        body = encode_batch(batch, 1, 1)
+        peak = gc.get_count()[0] - before
+    finally:
+        if enabled:
+            gc.enable()
+    assert body and batch.headers == len(lines) > 20_000
+    assert 0 < peak < len(lines), (peak, len(lines))
+    assert runtime.worker_young(len(lines)) == max(len(lines), runtime.GC_THRESHOLDS[0])

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import itertools
 import random
+import re
 from unittest import mock
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from usenet_indexer.indexing import indexer as indexer_module
@@ -331,23 +332,28 @@ _XREF = st.tuples(
         st.tuples(
             _XREF_WORD,
             st.sampled_from([b":", b"", b"::", b": "]),
-            st.sampled_from([b"1", b"42", b"007", b"x"]),
+            st.sampled_from([b"1", b"42", b"007", b"x", b"5:6", b"3a"]),
         ),
         max_size=4,
     ),
     st.sampled_from([b"", b" ", b"\r", b"9"]),
-).map(lambda t: t[0] + b" ".join(w + c + n for w, c, n in t[1]) + t[2])
+    st.sampled_from([b" ", b"\t", b"  "]),  # between words
+).map(lambda t: t[0] + t[3].join(w + c + n for w, c, n in t[1]) + t[2])
 
 
 @pytest.mark.fuzz
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_XREF, max_size=8), st.booleans())
+@example([b"xref:42 a.b.c:1 x:1"], True)  # "xref:" is no word's: its number is a word of its own
+@example([b"Xref: h a.b1:5 x:6", b"Xref: h a.b2:5 x:6"], False)  # digits in a group's name
 def test_xref_groups_kept_by_prefix_are_the_groups(xrefs: list[bytes], full: bool) -> None:
-    """The indexer keeps the groups of an Xref by everything before its article number; it must give
-    what reading each one would."""
+    """The indexer keeps the groups of an Xref by everything before its article number, and by its text
+    without the numbers after a ":" (a cross-post); it must give what reading each one would."""
     names = ("Subject:", "From:", "Date:", "Message-ID:", ":bytes", "Xref:full" if full else "Xref:")
     ix = RangeIndexer(GROUP, 0, 1, 0, default_rules(), OverviewFormat.from_fmt(names))
-    for xref in [*xrefs, *xrefs]:  # the second time from what the first kept
+    # Each also with its digits changed and dropped: the Xrefs that share what the indexer keys them by.
+    variants = [v for x in xrefs for v in (x, re.sub(rb"[0-9]+", b"7", x), re.sub(rb"[0-9]+", b"", x))]
+    for xref in [*variants, *variants]:  # the second time from what the first kept
         assert ix._groups(xref) == tuple(sorted({GROUP, *xref_groups(xref, full)})), xref
 
 

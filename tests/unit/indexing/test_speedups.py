@@ -41,7 +41,7 @@ from usenet_indexer.indexing.merge import (
     unpack_segments,
 )
 from usenet_indexer.indexing.naming import FileKind
-from usenet_indexer.indexing.overview import OverviewFormat, chunk_is_clean, split_lines
+from usenet_indexer.indexing.overview import OverviewFormat, chunk_is_clean, parse_date, split_lines
 from usenet_indexer.indexing.rules import default_rules
 
 from .conftest import NATIVE, needs_native
@@ -714,3 +714,66 @@ def test_column_range_refuses_what_is_not_a_column() -> None:
         native.column_range(array("i", [1]))
     with pytest.raises(TypeError):
         native.column_range(b"\0" * 8)  # type: ignore[arg-type]
+
+
+# Dates of the form the C reads and of the forms it leaves to the Python, with the pieces that sit on
+# the edges: blanks other than spaces, one- and three-digit fields, invalid days, times and zones, years
+# at 1970 and 2100, a leap day, trailing text, and noise.
+_DATE_PIECES = st.tuples(
+    st.sampled_from(["", " ", "  ", "\t"]),
+    st.sampled_from(["", "Tue, ", "Tue,", "tue,  ", "Tuesday, ", "Tu, ", "T1e, "]),
+    st.sampled_from(["1", "01", "9", "28", "29", "30", "31", "32", "0", "00", "123", "٣"]),
+    st.sampled_from([" ", "  ", "\t", ""]),
+    st.sampled_from(["Jan", "feb", "FEB", "Mar", "Dec", "Xyz", "Ja", "Janu", "Fe b"]),
+    st.sampled_from([" ", "  ", "\t"]),
+    st.sampled_from(["1970", "1969", "2000", "2023", "2024", "2100", "2101", "1900", "99", "20245"]),
+    st.sampled_from([" ", "  ", "\t", ""]),
+    st.sampled_from(["00:00", "23:59", "24:00", "12:60", "1:00", "09:05", "ab:cd"]),
+    st.sampled_from([":00", ":59", ":60", ":61", "", ":5", ":", ":x1"]),
+    st.sampled_from([" ", "  ", "\t", ""]),
+    st.sampled_from(["+0000", "-0000", "+0130", "-1200", "+2359", "+9999", "0000", "+00", "+0a00", "GMT"]),
+    st.sampled_from(["", " (UTC)", "1", "\r", " +0000"]),
+).map(lambda pieces: "".join(pieces).encode())
+
+
+# The usual form with numbers drawn across their ranges and past them (most of these the C reads).
+_USUAL_DATE = st.builds(
+    "{}{} {} {} {:02d}:{:02d}{} {}{:02d}{:02d}{}".format,
+    st.sampled_from(["", "Sat, ", "sun,"]),
+    st.integers(0, 32).map(lambda d: f"{d:02d}" if d % 3 else str(d)),
+    st.sampled_from(["Jan", "Feb", "mar", "APR", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]),
+    st.integers(1968, 2102),
+    st.integers(0, 25),
+    st.integers(0, 61),
+    st.one_of(st.just(""), st.integers(0, 62).map(lambda n: f":{n:02d}")),
+    st.sampled_from(["+", "-"]),
+    st.integers(0, 99),
+    st.integers(0, 99),
+    st.sampled_from(["", " (CET)"]),
+).map(str.encode)
+
+
+@needs_native
+@settings(max_examples=3000, deadline=None)
+@given(st.one_of(_USUAL_DATE, _DATE_PIECES, st.binary(max_size=40)))
+def test_parse_date_native_agrees_with_the_python(raw: bytes) -> None:
+    """Where the C reads a date (anything but False), it is what overview.parse_date reads."""
+    assert NATIVE is not None
+    native = NATIVE.parse_date(raw)
+    event("native" if native is not False else "left to the Python")
+    if native is not False:
+        assert native == parse_date(raw), raw
+
+
+@needs_native
+def test_parse_date_native_reads_the_usual_forms() -> None:
+    assert NATIVE is not None
+    for raw in (
+        b"Tue, 14 Nov 2023 22:13:21 -0000",
+        b"14 Nov 2023 22:13 +0130",
+        b"Thu, 29 Feb 2024 23:59:60 -1200 (UTC)",
+        b"Thu, 1 Jan 1970 00:00:00 +0000",
+        b"Fri, 1 Jan 2100 00:00:00 +0000",
+    ):
+        assert NATIVE.parse_date(raw) == parse_date(raw) is not None, raw
+    assert NATIVE.parse_date(b"Thu, 29 Feb 2023 23:59:59 +0000") is False  # not a day: the Python's None
