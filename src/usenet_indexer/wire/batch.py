@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -66,14 +67,22 @@ from usenet_indexer.indexing.fragment import (
     Batch,
     FileFragment,
     FormatError,
+    PackedFiles,
     ReleaseFragment,
     batch_from_dict,
     batch_to_dict,
     candidate_to_dict,
     fragment_to_dict,
+    summarize,
 )
 from usenet_indexer.indexing.indexer import release_key
-from usenet_indexer.indexing.merge import SegmentBlobError, checked_segments, column_range, pack_segments
+from usenet_indexer.indexing.merge import (
+    SegmentBlobError,
+    checked_segments,
+    column_range,
+    pack_segments,
+    posted_files,
+)
 from usenet_indexer.indexing.naming import clean_name, looks_obfuscated
 from usenet_indexer.indexing.runs import check_run
 
@@ -197,15 +206,18 @@ def decode_batch(
         where = f"batch.fragments[{index}].category"
         categories.append(None if given is None else category_from_list(given, where))
     blobs: list[bytes] = []
-    files: dict[str, list[tuple[FileFragment, ...]]] = {"fragments": [], "runs": []}
+    files: dict[str, list[Sequence[FileFragment]]] = {"fragments": [], "runs": []}
     for what in ("fragments", "runs"):
         listed = head.get(what)
+        # A release's files are checked and summed without being built (posted_files): most are
+        # stored as posted. A run's are checked one by one (check_run), so built at once.
+        check = posted_files if what == "fragments" else checked_segments
         for index in range(len(listed) if isinstance(listed, list) else 0):
             name = f"{what[:-1]} {index}'s segment blob"
             blob, at = _field(view, at, name)
             data = budget.inflate(blob, name)
             try:
-                files[what].append(checked_segments(data))
+                files[what].append(check(data))
             except SegmentBlobError as error:
                 raise BatchError(f"batch.{what}[{index}].files: {error}") from None
             if what == "fragments":
@@ -265,15 +277,17 @@ def check_authority(batch: Batch, *, group: str, low: int, high: int) -> Batch:
             raise BatchError(
                 f"{where}: groups {list(fragment.groups)[:8]} do not hold this lease's group {group}"
             )
-        for position, file in enumerate(fragment.files):
-            if not file.articles:
-                continue
-            first, last = column_range(file.articles)
-            if not low <= first <= last <= high:
-                raise BatchError(
-                    f"{where}.files[{position}]: articles {first}-{last} are outside this lease's "
-                    f"articles {low}-{high}"
-                )
+        articles = summarize(fragment.files).articles  # all files' at once: a posted blob's, unbuilt
+        if articles is not None and not low <= articles[0] <= articles[1] <= high:
+            for position, file in enumerate(fragment.files):  # which file: said in the refusal
+                if not file.articles:
+                    continue
+                first, last = column_range(file.articles)
+                if not low <= first <= last <= high:
+                    raise BatchError(
+                        f"{where}.files[{position}]: articles {first}-{last} are outside this lease's "
+                        f"articles {low}-{high}"
+                    )
         if not low <= fragment.first_article <= fragment.last_article <= high:
             raise BatchError(
                 f"{where}: articles {fragment.first_article}-{fragment.last_article} are outside this "
@@ -341,6 +355,8 @@ def _is_segment(fragment: ReleaseFragment, mid: str) -> bool:
         return False
     if not needle or b"\n" in needle:
         return False
+    if isinstance(fragment.files, PackedFiles):  # the same search in C, without building the files
+        return fragment.files.has_message_id(needle)
     for file in fragment.files:
         ids = file.message_ids
         at = ids.find(needle)
