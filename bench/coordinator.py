@@ -140,8 +140,8 @@ def main() -> None:
     )
     print(
         f"batch route {batch_route:.3f} µs a header: decode {us['decode']:.3f}, check {us['check']:.3f}, "
-        f"store {us['store']:.3f} ({STORES[args.store]}, with its commit); {batch_route * n / releases:.1f} µs "
-        "a release"
+        f"store {us['store']:.3f} ({STORES[args.store]}, with its commit); "
+        f"{batch_route * n / releases:.1f} µs a release"
     )
     print(
         f"spool write {spool_write:.3f} µs a header: pack {us['pack']:.3f} (level "

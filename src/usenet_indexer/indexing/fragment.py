@@ -470,28 +470,64 @@ def fragment_from_dict(
         )
     if not summarize(files).in_order:
         raise FormatError(f"{where}.files: must be sorted by (name, parts_total) and without repeats")
-    first_article = _int(d["first_article"], f"{where}.first_article")
-    last_article = _int(d["last_article"], f"{where}.last_article")
-    if last_article < first_article:
-        raise FormatError(f"{where}: last_article {last_article} is before first_article {first_article}")
-    obfuscated = d["obfuscated"]
-    if not isinstance(obfuscated, bool):
-        raise FormatError(f"{where}.obfuscated: expected true or false")
-    request = d["request_id"]
+    key, name, poster, collection = d["key"], d["name"], d["poster"], d["collection"]
+    file_total, first_article, last_article = d["file_total"], d["first_article"], d["last_article"]
+    first_date, last_date, request, obfuscated = (
+        d["first_date"],
+        d["last_date"],
+        d["request_id"],
+        d["obfuscated"],
+    )
+    # The usual case in one test, without a message made per field (issue 17: the coordinator reads a
+    # fragment per release of every batch); anything else goes the long way below, which says what is
+    # wrong. Stricter than the long way (type() is, not isinstance), never looser.
+    if not (
+        type(key) is str
+        and 0 < len(key) <= 128
+        and type(name) is str
+        and len(name) <= MAX_TEXT
+        and type(poster) is str
+        and len(poster) <= MAX_TEXT
+        and type(collection) is str
+        and len(collection) <= MAX_TEXT
+        and type(file_total) is int
+        and 0 <= file_total <= MAX_INT
+        and type(first_article) is int
+        and type(last_article) is int
+        and 0 <= first_article <= last_article <= MAX_INT
+        and (first_date is None or (type(first_date) is int and 0 <= first_date <= MAX_INT))
+        and (last_date is None or (type(last_date) is int and 0 <= last_date <= MAX_INT))
+        and type(obfuscated) is bool
+        and (request is None or (type(request) is str and len(request) <= 64))
+    ):
+        first_article = _int(first_article, f"{where}.first_article")
+        last_article = _int(last_article, f"{where}.last_article")
+        if last_article < first_article:
+            raise FormatError(f"{where}: last_article {last_article} is before first_article {first_article}")
+        if not isinstance(obfuscated, bool):
+            raise FormatError(f"{where}.obfuscated: expected true or false")
+        key = _str(key, f"{where}.key", limit=128, empty=False)
+        name = _str(name, f"{where}.name")
+        poster = _str(poster, f"{where}.poster")
+        file_total = _int(file_total, f"{where}.file_total")
+        first_date = _opt_int(first_date, f"{where}.first_date")
+        last_date = _opt_int(last_date, f"{where}.last_date")
+        request = None if request is None else _str(request, f"{where}.request_id", limit=64)
+        collection = _str(collection, f"{where}.collection")
     return ReleaseFragment(
-        key=_str(d["key"], f"{where}.key", limit=128, empty=False),
-        name=_str(d["name"], f"{where}.name"),
-        poster=_str(d["poster"], f"{where}.poster"),
+        key=key,
+        name=name,
+        poster=poster,
         groups=groups,
-        file_total=_int(d["file_total"], f"{where}.file_total"),
+        file_total=file_total,
         first_article=first_article,
-        first_date=_opt_int(d["first_date"], f"{where}.first_date"),
+        first_date=first_date,
         last_article=last_article,
-        last_date=_opt_int(d["last_date"], f"{where}.last_date"),
+        last_date=last_date,
         obfuscated=obfuscated,
-        request_id=None if request is None else _str(request, f"{where}.request_id", limit=64),
+        request_id=request,
         files=files,
-        collection=_str(d["collection"], f"{where}.collection"),
+        collection=collection,
     )
 
 

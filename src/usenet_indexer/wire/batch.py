@@ -293,7 +293,11 @@ def check_authority(batch: Batch, *, group: str, low: int, high: int) -> Batch:
                 f"{where}: articles {fragment.first_article}-{fragment.last_article} are outside this "
                 f"lease's articles {low}-{high}"
             )
-        checked.append(_named(fragment, clean_name(fragment.collection)))
+        name = clean_name(fragment.collection)
+        if name == fragment.name and fragment.obfuscated == looks_obfuscated(name):
+            checked.append(fragment)  # named as the coordinator names it: the worker's, as is
+        else:
+            checked.append(_named(fragment, name))
         by_key[key] = fragment
     for index, candidate in enumerate(batch.candidates):
         held = by_key.get(candidate.key)

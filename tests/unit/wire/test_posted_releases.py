@@ -25,7 +25,16 @@ from tests.unit.indexing.conftest import needs_native
 from tests.unit.indexing.drive import GROUP, scenario, single_run
 from usenet_indexer import accelerator
 from usenet_indexer.catalog.batch_store import release_row
-from usenet_indexer.indexing.fragment import Batch, FileFragment, PackedFiles, ProbeCandidate, int_array
+from usenet_indexer.indexing.fragment import (
+    Batch,
+    FileFragment,
+    FormatError,
+    PackedFiles,
+    ProbeCandidate,
+    ReleaseFragment,
+    fragment_from_dict,
+    int_array,
+)
 from usenet_indexer.wire import batch as wire
 from usenet_indexer.wire.batch import BatchError, check_authority, decode_batch, encode_batch
 
@@ -200,3 +209,77 @@ def test_a_release_is_built_only_when_something_needs_its_files() -> None:
     assert fragment.files._files is None
     assert merge.merge(fragment, fragment).files == batch.fragments[0].files
     assert fragment.files._files is not None
+
+
+def field_by_field(d: dict[str, Any], files: tuple[FileFragment, ...]) -> ReleaseFragment:
+    """fragment_from_dict's fields as it read them before its one-test fast path: each field checked
+    on its own, in this order (the reference its refusals must match)."""
+    from usenet_indexer.indexing.fragment import _int, _opt_int, _str
+
+    first_article = _int(d["first_article"], "f.first_article")
+    last_article = _int(d["last_article"], "f.last_article")
+    if last_article < first_article:
+        raise FormatError(f"f: last_article {last_article} is before first_article {first_article}")
+    if not isinstance(d["obfuscated"], bool):
+        raise FormatError("f.obfuscated: expected true or false")
+    request = d["request_id"]
+    return ReleaseFragment(
+        key=_str(d["key"], "f.key", limit=128, empty=False),
+        name=_str(d["name"], "f.name"),
+        poster=_str(d["poster"], "f.poster"),
+        groups=tuple(d["groups"]),
+        file_total=_int(d["file_total"], "f.file_total"),
+        first_article=first_article,
+        first_date=_opt_int(d["first_date"], "f.first_date"),
+        last_article=last_article,
+        last_date=_opt_int(d["last_date"], "f.last_date"),
+        obfuscated=d["obfuscated"],
+        request_id=None if request is None else _str(request, "f.request_id", limit=64),
+        files=files,
+        collection=_str(d["collection"], "f.collection"),
+    )
+
+
+_NUMBERS = {"file_total", "first_article", "first_date", "last_article", "last_date"}
+_TEXTS = {"key", "name", "poster", "request_id", "collection"}
+_NUMBER = [0, 1, 7, 2**63 - 1, 2**63, -1, True, False, 1.5, "3", None]
+_TEXT = ["", "a", "x" * 64, "x" * 65, "x" * 128, "x" * 129, "x" * 8192, "x" * 8193, 5, None]
+
+
+@st.composite
+def fragment_heads(draw: st.DrawFn) -> dict[str, Any]:
+    """A fragment's head (its fields but files), every field usual, then up to two of them drawn from
+    values near and past each limit, of other types, or None."""
+    head: dict[str, Any] = {
+        "key": "k" * 32,
+        "name": "Some.Name",
+        "poster": "p@x",
+        "groups": ["alt.binaries.test"],
+        "file_total": 3,
+        "first_article": 5,
+        "first_date": 100,
+        "last_article": 9,
+        "last_date": None,
+        "obfuscated": False,
+        "request_id": None,
+        "collection": "Some Name",
+    }
+    for field in draw(st.lists(st.sampled_from(sorted(_NUMBERS | _TEXTS | {"obfuscated"})), max_size=2)):
+        values = _NUMBER if field in _NUMBERS else _TEXT if field in _TEXTS else [True, 0, 1, None]
+        head[field] = draw(st.sampled_from(values))
+    return head
+
+
+@settings(max_examples=600, deadline=None)  # cheap; each field meets each limit's both sides
+@given(fragment_heads())
+def test_a_fragment_head_is_read_as_field_by_field(d: dict[str, Any]) -> None:
+    """fragment_from_dict's fast path (one test of every field's usual type and range) takes and
+    refuses exactly what the fields checked one by one take and refuse, with the same message."""
+    outcomes = []
+    for read in (lambda: fragment_from_dict(d, "f", files=()), lambda: field_by_field(d, ())):
+        try:
+            outcomes.append(read())
+        except FormatError as error:
+            outcomes.append(str(error))
+    event("refused" if isinstance(outcomes[0], str) else "taken")
+    assert outcomes[0] == outcomes[1]
