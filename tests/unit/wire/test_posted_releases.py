@@ -275,8 +275,12 @@ def fragment_heads(draw: st.DrawFn) -> dict[str, Any]:
 def test_a_fragment_head_is_read_as_field_by_field(d: dict[str, Any]) -> None:
     """fragment_from_dict's fast path (one test of every field's usual type and range) takes and
     refuses exactly what the fields checked one by one take and refuse, with the same message."""
-    outcomes = []
-    for read in (lambda: fragment_from_dict(d, "f", files=()), lambda: field_by_field(d, ())):
+    outcomes: list[ReleaseFragment | str] = []
+    reads: tuple[Callable[[], ReleaseFragment], ...] = (
+        lambda: fragment_from_dict(d, "f", files=()),
+        lambda: field_by_field(d, ()),
+    )
+    for read in reads:
         try:
             outcomes.append(read())
         except FormatError as error:
