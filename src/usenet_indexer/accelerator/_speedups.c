@@ -20,8 +20,10 @@ checked against their Python twins by tests/unit/indexing/test_shared_limits.py.
   code walks that file.
 * segment_blob() and segment_files() are merge.py's pack_segments and parse_segments (with
   fragment.check_file) for the segment blob a worker posts and the coordinator stores: the same bytes
-  written, the same files or the same refusal read. column_range() is min() and max() of an int64
-  column without an int per value (wire/batch.py's check_authority).
+  written, the same files or the same refusal read. segment_summary() makes the same checks and
+  returns what fragment.summarize reads of the files instead of building them (a batch's new releases,
+  issue 17); segment_has_id() searches a checked blob's ids (wire/batch.py's probe candidates).
+  column_range() is min() and max() of an int64 column without an int per value (check_authority).
 * subject_reading() is rules._reading (with naming.py's file_kind, release_base, looks_obfuscated,
   clean_name and normalise) for a rule's match on a subject of printable ASCII; default_match() is
   RuleSet.match of the built-in rules, their regexes too, for the shapes posters send most. Both return

@@ -472,12 +472,8 @@ def fragment_from_dict(
         raise FormatError(f"{where}.files: must be sorted by (name, parts_total) and without repeats")
     key, name, poster, collection = d["key"], d["name"], d["poster"], d["collection"]
     file_total, first_article, last_article = d["file_total"], d["first_article"], d["last_article"]
-    first_date, last_date, request, obfuscated = (
-        d["first_date"],
-        d["last_date"],
-        d["request_id"],
-        d["obfuscated"],
-    )
+    first_date, last_date, obfuscated = d["first_date"], d["last_date"], d["obfuscated"]
+    request = d["request_id"]
     # The usual case in one test, without a message made per field (issue 17: the coordinator reads a
     # fragment per release of every batch); anything else goes the long way below, which says what is
     # wrong. Stricter than the long way (type() is, not isinstance), never looser.
