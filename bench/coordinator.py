@@ -10,6 +10,10 @@ whole-process figure minus these.
 
     uv run python bench/coordinator.py            # 1,000,000 headers
     uv run python bench/coordinator.py --quick    # 200,000
+    uv run python bench/coordinator.py --quick --store postgresql   # the store on PostgreSQL (127.0.0.1)
+
+On PostgreSQL the store's figure is this process's CPU only (the server's is not counted): what the
+coordinator itself spends to send the rows.
 
 The last line printed is one JSON object with the figures (µs a header; releases and batches too,
 since most of the batch route's cost is per release).
@@ -28,7 +32,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve
 
 from tests.support.store import insert_group
 
-from _common import emit, sqlite_database
+from _common import emit, postgres_database, sqlite_database
 from usenet_indexer import runtime
 from usenet_indexer.articles import ChunkSpan
 from usenet_indexer.catalog.batch_store import store_batch
@@ -45,6 +49,7 @@ from usenet_indexer.wire.batch import check_authority, decode_batch, encode_batc
 from usenet_indexer.wire.chunks import deflate_plain
 
 GROUP = "alt.binaries.bench.coordinator"
+STORES = {"sqlite": "SQLite", "postgresql": "PostgreSQL, this process's CPU"}
 
 
 def postings(n: int) -> Posting:
@@ -67,6 +72,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="200,000 headers (default 1,000,000)")
     parser.add_argument("--batch", type=int, default=DEFAULT_BATCH_ARTICLES, help="articles per batch")
+    parser.add_argument(
+        "--store", choices=("sqlite", "postgresql"), default="sqlite", help="the catalog's database"
+    )
     args = parser.parse_args()
     n = 200_000 if args.quick else 1_000_000
     settings = Settings()
@@ -85,7 +93,7 @@ def main() -> None:
 
     decode = check = store = 0.0
     releases = 0
-    with sqlite_database() as url:
+    with (sqlite_database if args.store == "sqlite" else postgres_database)() as url:
         db = connect(url)
         with db.transaction() as tx:
             insert_group(tx, GROUP)
@@ -132,7 +140,8 @@ def main() -> None:
     )
     print(
         f"batch route {batch_route:.3f} µs a header: decode {us['decode']:.3f}, check {us['check']:.3f}, "
-        f"store {us['store']:.3f} (SQLite, with its commit); {batch_route * n / releases:.1f} µs a release"
+        f"store {us['store']:.3f} ({STORES[args.store]}, with its commit); "
+        f"{batch_route * n / releases:.1f} µs a release"
     )
     print(
         f"spool write {spool_write:.3f} µs a header: pack {us['pack']:.3f} (level "
@@ -143,6 +152,7 @@ def main() -> None:
         {
             "bench": "coordinator",
             "n": n,
+            "store": args.store,
             "batches": len(bodies),
             "releases": releases,
             "us_per_header_batch_route": round(batch_route, 3),

@@ -20,8 +20,10 @@ checked against their Python twins by tests/unit/indexing/test_shared_limits.py.
   code walks that file.
 * segment_blob() and segment_files() are merge.py's pack_segments and parse_segments (with
   fragment.check_file) for the segment blob a worker posts and the coordinator stores: the same bytes
-  written, the same files or the same refusal read. column_range() is min() and max() of an int64
-  column without an int per value (wire/batch.py's check_authority).
+  written, the same files or the same refusal read. segment_summary() makes the same checks and
+  returns what fragment.summarize reads of the files instead of building them (a batch's new releases,
+  issue 17); segment_has_id() searches a checked blob's ids (wire/batch.py's probe candidates).
+  column_range() is min() and max() of an int64 column without an int per value (check_authority).
 * subject_reading() is rules._reading (with naming.py's file_kind, release_base, looks_obfuscated,
   clean_name and normalise) for a rule's match on a subject of printable ASCII; default_match() is
   RuleSet.match of the built-in rules, their regexes too, for the shapes posters send most. Both return
@@ -909,6 +911,165 @@ read_i64(const char *p)
     return v;
 }
 
+/* One pass over an inflated segment blob, shared by segment_files (which builds the files),
+   segment_summary (which builds none) and segment_has_id: the layout is read, and each file checked as
+   fragment.check_file checks it, in one place, so the three cannot disagree on what a blob holds or on
+   what is refused. */
+typedef struct {
+    const char *p, *end;
+    uint32_t count, at;
+    int v1;
+} BlobReader;
+
+typedef struct {
+    const char *name, *subject, *cols, *ids; /* cols: n parts, then n sizes, then n articles */
+    Py_ssize_t name_len, subject_len, n, ids_len;
+    int64_t index, parts_total;
+} BlobFile;
+
+#define NEED(k, what)                                                                                      \
+    if (r->end - r->p < (Py_ssize_t)(k)) {                                                                  \
+        PyErr_Format(PyExc_ValueError, "segment blob is truncated (in %s)", what);                          \
+        return -1;                                                                                         \
+    }
+
+/* The blob's head; -1 with ValueError when it is not a segment blob. */
+static int
+blob_open(BlobReader *r, const char *data, Py_ssize_t len)
+{
+    r->p = data;
+    r->end = data + len;
+    r->at = 0;
+    NEED(8, "its head");
+    /* Version 2 (issue 16) adds each file's subject; version 1 (no subject) is read still: catalogs and
+       windows written before hold it, and old workers post it (merge.py). */
+    r->v1 = memcmp(r->p, "UIS1", 4) == 0;
+    if (!r->v1 && memcmp(r->p, "UIS2", 4) != 0) {
+        PyErr_SetString(PyExc_ValueError, "not a segment blob (bad magic)");
+        return -1;
+    }
+    memcpy(&r->count, r->p + 4, 4);
+    r->p += 8;
+    return 0;
+}
+
+/* The next file (r->at < r->count), checked as fragment.check_file when ``check``; -1 with ValueError.
+   Without ``check`` (a blob checked already) only the layout's bounds are. */
+static int
+blob_next(BlobReader *r, BlobFile *file, Py_ssize_t max_text, Py_ssize_t max_id, int check)
+{
+    uint32_t f = r->at++;
+    NEED(r->v1 ? 22 : 24, "a file's head");
+    uint16_t name_len, subject_len = 0;
+    memcpy(&name_len, r->p, 2);
+    file->index = read_i64(r->p + 2);
+    file->parts_total = read_i64(r->p + 10);
+    uint32_t n32;
+    memcpy(&n32, r->p + 18, 4);
+    Py_ssize_t n = file->n = n32;
+    if (!r->v1)
+        memcpy(&subject_len, r->p + 22, 2);
+    r->p += r->v1 ? 22 : 24;
+    NEED(name_len, "a file name");
+    file->name = r->p;
+    file->name_len = name_len;
+    r->p += name_len;
+    NEED(subject_len, "a subject");
+    file->subject = r->p;
+    file->subject_len = subject_len;
+    r->p += subject_len;
+    if (r->end - r->p < 24 * n) {
+        PyErr_SetString(PyExc_ValueError, "segment blob is truncated (in a file's columns)");
+        return -1;
+    }
+    const char *cols = file->cols = r->p;
+    r->p += 24 * n;
+    NEED(4, "a file's message-ids");
+    uint32_t ids_len32;
+    memcpy(&ids_len32, r->p, 4);
+    Py_ssize_t ids_len = file->ids_len = ids_len32;
+    r->p += 4;
+    NEED(ids_len, "a file's message-ids");
+    const char *ids = file->ids = r->p;
+    r->p += ids_len;
+    if (!check)
+        return 0;
+    /* fragment.check_file */
+    const char *name = file->name, *subject = file->subject;
+    if (!utf8_valid((const unsigned char *)name, name_len)) {
+        PyErr_Format(PyExc_ValueError, "file %u: the name is not UTF-8", f);
+        return -1;
+    }
+    Py_ssize_t chars = 0;
+    for (Py_ssize_t i = 0; i < name_len; i++)
+        chars += ((unsigned char)name[i] & 0xC0) != 0x80;
+    if (chars < 1 || chars > max_text) {
+        PyErr_Format(PyExc_ValueError, "file %u: the name must be 1 to %zd characters", f, max_text);
+        return -1;
+    }
+    if (!utf8_valid((const unsigned char *)subject, subject_len)) {
+        PyErr_Format(PyExc_ValueError, "file %u: the subject is not UTF-8", f);
+        return -1;
+    }
+    chars = 0;
+    for (Py_ssize_t i = 0; i < subject_len; i++)
+        chars += ((unsigned char)subject[i] & 0xC0) != 0x80;
+    if (chars > max_text) {
+        PyErr_Format(PyExc_ValueError, "file %u: the subject must be at most %zd characters", f, max_text);
+        return -1;
+    }
+    if (file->index < 0 || file->parts_total < 0) {
+        PyErr_Format(PyExc_ValueError, "file %u: index or parts_total out of range (negative)", f);
+        return -1;
+    }
+    int64_t previous = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t part = read_i64(cols + 8 * i);
+        if (part <= previous) {
+            PyErr_Format(PyExc_ValueError, "file %u: part numbers must be >= 1 and strictly ascending", f);
+            return -1;
+        }
+        previous = part;
+        if (read_i64(cols + 8 * (n + i)) < 0 || read_i64(cols + 8 * (2 * n + i)) < 0) {
+            PyErr_Format(PyExc_ValueError, "file %u: a size or article out of range (negative)", f);
+            return -1;
+        }
+    }
+    if (ids_len > max_id * (n > 1 ? n : 1)) {
+        PyErr_Format(PyExc_ValueError, "file %u: message-ids longer than %zd bytes a part", f, max_id);
+        return -1;
+    }
+    Py_ssize_t id_count = ids_len ? 1 : 0;
+    for (const char *at = ids; (at = memchr(at, '\n', (size_t)(ids + ids_len - at))) != NULL; at++) {
+        if (at == ids || at[-1] == '\n' || at == ids + ids_len - 1) {
+            PyErr_Format(PyExc_ValueError, "file %u: an empty message-id", f);
+            return -1;
+        }
+        id_count++;
+    }
+    if (id_count != n) {
+        PyErr_Format(PyExc_ValueError, "file %u has %zd parts but other message-ids (%zd)", f, n, id_count);
+        return -1;
+    }
+    if (!utf8_valid((const unsigned char *)ids, ids_len)) {
+        PyErr_Format(PyExc_ValueError, "file %u: message-ids are not UTF-8", f);
+        return -1;
+    }
+    return 0;
+}
+#undef NEED
+
+/* 0 when every byte of the blob was read; -1 with ValueError for bytes after its last file. */
+static int
+blob_close(const BlobReader *r)
+{
+    if (r->p != r->end) {
+        PyErr_Format(PyExc_ValueError, "segment blob has %zd bytes after its last file", (Py_ssize_t)(r->end - r->p));
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *
 segment_files(PyObject *module, PyObject *args)
 {
@@ -917,128 +1078,25 @@ segment_files(PyObject *module, PyObject *args)
     PyTypeObject *file_type;
     if (!PyArg_ParseTuple(args, "y*nnO!:segment_files", &buf, &max_text, &max_id, &PyType_Type, &file_type))
         return NULL;
-    const char *data = buf.buf, *end = data + buf.len, *p = data;
+    BlobReader r;
+    BlobFile bf;
     PyObject *files = PyList_New(0);
-    if (files == NULL)
+    if (files == NULL || blob_open(&r, buf.buf, buf.len) < 0)
         goto fail;
-#define NEED(k, what)                                                                                      \
-    if (end - p < (Py_ssize_t)(k)) {                                                                        \
-        PyErr_Format(PyExc_ValueError, "segment blob is truncated (in %s)", what);                          \
-        goto fail;                                                                                         \
-    }
-    NEED(8, "its head");
-    /* Version 2 (issue 16) adds each file's subject; version 1 (no subject) is read still: catalogs and
-       windows written before hold it, and old workers post it (merge.py). */
-    int v1 = memcmp(p, "UIS1", 4) == 0;
-    if (!v1 && memcmp(p, "UIS2", 4) != 0) {
-        PyErr_SetString(PyExc_ValueError, "not a segment blob (bad magic)");
-        goto fail;
-    }
-    uint32_t count;
-    memcpy(&count, p + 4, 4);
-    p += 8;
-    for (uint32_t f = 0; f < count; f++) {
-        NEED(v1 ? 22 : 24, "a file's head");
-        uint16_t name_len, subject_len = 0;
-        memcpy(&name_len, p, 2);
-        int64_t index = read_i64(p + 2), parts_total = read_i64(p + 10);
-        uint32_t n32;
-        memcpy(&n32, p + 18, 4);
-        Py_ssize_t n = n32;
-        if (!v1)
-            memcpy(&subject_len, p + 22, 2);
-        p += v1 ? 22 : 24;
-        NEED(name_len, "a file name");
-        const char *name = p;
-        p += name_len;
-        NEED(subject_len, "a subject");
-        const char *subject = p;
-        p += subject_len;
-        if (end - p < 24 * n) {
-            PyErr_SetString(PyExc_ValueError, "segment blob is truncated (in a file's columns)");
+    while (r.at < r.count) {
+        if (blob_next(&r, &bf, max_text, max_id, 1) < 0)
             goto fail;
-        }
-        const char *cols = p;
-        p += 24 * n;
-        NEED(4, "a file's message-ids");
-        uint32_t ids_len32;
-        memcpy(&ids_len32, p, 4);
-        Py_ssize_t ids_len = ids_len32;
-        p += 4;
-        NEED(ids_len, "a file's message-ids");
-        const char *ids = p;
-        p += ids_len;
-        /* fragment.check_file */
-        if (!utf8_valid((const unsigned char *)name, name_len)) {
-            PyErr_Format(PyExc_ValueError, "file %u: the name is not UTF-8", f);
-            goto fail;
-        }
-        Py_ssize_t chars = 0;
-        for (Py_ssize_t i = 0; i < name_len; i++)
-            chars += ((unsigned char)name[i] & 0xC0) != 0x80;
-        if (chars < 1 || chars > max_text) {
-            PyErr_Format(PyExc_ValueError, "file %u: the name must be 1 to %zd characters", f, max_text);
-            goto fail;
-        }
-        if (!utf8_valid((const unsigned char *)subject, subject_len)) {
-            PyErr_Format(PyExc_ValueError, "file %u: the subject is not UTF-8", f);
-            goto fail;
-        }
-        chars = 0;
-        for (Py_ssize_t i = 0; i < subject_len; i++)
-            chars += ((unsigned char)subject[i] & 0xC0) != 0x80;
-        if (chars > max_text) {
-            PyErr_Format(PyExc_ValueError, "file %u: the subject must be at most %zd characters", f, max_text);
-            goto fail;
-        }
-        if (index < 0 || parts_total < 0) {
-            PyErr_Format(PyExc_ValueError, "file %u: index or parts_total out of range (negative)", f);
-            goto fail;
-        }
-        int64_t previous = 0;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            int64_t part = read_i64(cols + 8 * i);
-            if (part <= previous) {
-                PyErr_Format(PyExc_ValueError,
-                             "file %u: part numbers must be >= 1 and strictly ascending", f);
-                goto fail;
-            }
-            previous = part;
-            if (read_i64(cols + 8 * (n + i)) < 0 || read_i64(cols + 8 * (2 * n + i)) < 0) {
-                PyErr_Format(PyExc_ValueError, "file %u: a size or article out of range (negative)", f);
-                goto fail;
-            }
-        }
-        if (ids_len > max_id * (n > 1 ? n : 1)) {
-            PyErr_Format(PyExc_ValueError, "file %u: message-ids longer than %zd bytes a part", f, max_id);
-            goto fail;
-        }
-        Py_ssize_t id_count = ids_len ? 1 : 0;
-        for (const char *at = ids; (at = memchr(at, '\n', (size_t)(ids + ids_len - at))) != NULL; at++) {
-            if (at == ids || at[-1] == '\n' || at == ids + ids_len - 1) {
-                PyErr_Format(PyExc_ValueError, "file %u: an empty message-id", f);
-                goto fail;
-            }
-            id_count++;
-        }
-        if (id_count != n) {
-            PyErr_Format(PyExc_ValueError, "file %u has %zd parts but other message-ids (%zd)", f, n, id_count);
-            goto fail;
-        }
-        if (!utf8_valid((const unsigned char *)ids, ids_len)) {
-            PyErr_Format(PyExc_ValueError, "file %u: message-ids are not UTF-8", f);
-            goto fail;
-        }
+        Py_ssize_t n = bf.n;
         PyObject *values[FILE_FIELDS] = {
-            PyUnicode_DecodeUTF8(name, name_len, NULL), PyLong_FromLongLong(index),
-            PyLong_FromLongLong(parts_total), NULL, NULL, NULL, PyBytes_FromStringAndSize(ids, ids_len),
-            PyUnicode_DecodeUTF8(subject, subject_len, NULL)};
+            PyUnicode_DecodeUTF8(bf.name, bf.name_len, NULL), PyLong_FromLongLong(bf.index),
+            PyLong_FromLongLong(bf.parts_total), NULL, NULL, NULL, PyBytes_FromStringAndSize(bf.ids, bf.ids_len),
+            PyUnicode_DecodeUTF8(bf.subject, bf.subject_len, NULL)};
         for (int c = 0; c < 3; c++) {
             Py_buffer view;
             values[3 + c] = new_int_array(n, &view);
             if (values[3 + c] != NULL) {
                 if (n)
-                    memcpy(view.buf, cols + 8 * n * c, (size_t)(8 * n));
+                    memcpy(view.buf, bf.cols + 8 * n * c, (size_t)(8 * n));
                 PyBuffer_Release(&view);
             }
         }
@@ -1062,17 +1120,167 @@ segment_files(PyObject *module, PyObject *args)
         }
         Py_DECREF(file);
     }
-    if (p != end) {
-        PyErr_Format(PyExc_ValueError, "segment blob has %zd bytes after its last file", (Py_ssize_t)(end - p));
+    if (blob_close(&r) < 0)
         goto fail;
-    }
-#undef NEED
     PyBuffer_Release(&buf);
     return files;
 fail:
     Py_XDECREF(files);
     PyBuffer_Release(&buf);
     return NULL;
+}
+
+/* ``*total += value`` exactly: a sum past int64 is carried into ``*spill``, a Python int (made only
+   then: a real release never needs it, a hostile blob's sizes may). -1 on a Python error. */
+static int
+add_exact(int64_t *total, PyObject **spill, int64_t value)
+{
+    int64_t sum64;
+    if (!__builtin_add_overflow(*total, value, &sum64)) {
+        *total = sum64;
+        return 0;
+    }
+    PyObject *held = PyLong_FromLongLong(*total), *sum;
+    if (held == NULL)
+        return -1;
+    sum = *spill == NULL ? held : PyNumber_Add(*spill, held);
+    if (sum != held)
+        Py_DECREF(held);
+    if (sum == NULL)
+        return -1;
+    Py_XSETREF(*spill, sum);
+    *total = value;
+    return 0;
+}
+
+/* ``total`` plus what ``add_exact`` carried, as a Python int (the spill consumed). */
+static PyObject *
+exact_sum(int64_t total, PyObject *spill)
+{
+    PyObject *low = PyLong_FromLongLong(total);
+    if (spill == NULL || low == NULL) {
+        Py_XDECREF(spill);
+        return low;
+    }
+    PyObject *sum = PyNumber_Add(spill, low);
+    Py_DECREF(spill);
+    Py_DECREF(low);
+    return sum;
+}
+
+PyDoc_STRVAR(segment_summary_doc,
+             "segment_summary(data, max_text, max_id, /) -> (files, parts_seen, parts_known, size, articles, "
+             "in_order)\n\n"
+             "segment_files' checks of an inflated segment blob without building its files: what the coordinator "
+             "reads of a release new to the catalog (fragment.summarize, its Python twin). articles is (lowest, "
+             "highest) of every file's articles or None; in_order whether the files are sorted by (name, "
+             "parts_total) without repeats (UTF-8's byte order is its code points' order). ValueError as "
+             "segment_files refuses.");
+
+static PyObject *
+segment_summary(PyObject *module, PyObject *args)
+{
+    Py_buffer buf;
+    Py_ssize_t max_text, max_id;
+    if (!PyArg_ParseTuple(args, "y*nn:segment_summary", &buf, &max_text, &max_id))
+        return NULL;
+    BlobReader r;
+    BlobFile bf, previous = {0};
+    int64_t parts_seen = 0, known = 0, size = 0, low = INT64_MAX, high = -1;
+    PyObject *known_spill = NULL, *size_spill = NULL, *out = NULL;
+    int in_order = 1;
+    if (blob_open(&r, buf.buf, buf.len) < 0)
+        goto done;
+    while (r.at < r.count) {
+        if (blob_next(&r, &bf, max_text, max_id, 1) < 0)
+            goto done;
+        Py_ssize_t n = bf.n;
+        parts_seen += n; /* n < 2**32 a file and files < 2**32: no overflow */
+        if (add_exact(&known, &known_spill, bf.parts_total ? bf.parts_total : n) < 0)
+            goto done;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t article = read_i64(bf.cols + 8 * (2 * n + i));
+            low = article < low ? article : low;
+            high = article > high ? article : high;
+            if (add_exact(&size, &size_spill, read_i64(bf.cols + 8 * (n + i))) < 0)
+                goto done;
+        }
+        if (r.at > 1 && in_order) {
+            Py_ssize_t common = previous.name_len < bf.name_len ? previous.name_len : bf.name_len;
+            int order = memcmp(previous.name, bf.name, (size_t)common);
+            if (order == 0)
+                order = previous.name_len < bf.name_len ? -1 : previous.name_len > bf.name_len;
+            if (order == 0)
+                order = previous.parts_total < bf.parts_total ? -1 : previous.parts_total > bf.parts_total;
+            in_order = order < 0;
+        }
+        previous = bf;
+    }
+    if (blob_close(&r) < 0)
+        goto done;
+    PyObject *known_obj = exact_sum(known, known_spill), *size_obj = exact_sum(size, size_spill);
+    known_spill = size_spill = NULL;
+    if (known_obj != NULL && size_obj != NULL) {
+        if (high < 0)
+            out = Py_BuildValue("(InNNOO)", r.count, (Py_ssize_t)parts_seen, known_obj, size_obj, Py_None,
+                                in_order ? Py_True : Py_False);
+        else
+            out = Py_BuildValue("(InNN(LL)O)", r.count, (Py_ssize_t)parts_seen, known_obj, size_obj,
+                                (long long)low, (long long)high, in_order ? Py_True : Py_False);
+        known_obj = size_obj = NULL; /* N: the tuple took them, or released them when it failed */
+    }
+    Py_XDECREF(known_obj);
+    Py_XDECREF(size_obj);
+done:
+    Py_XDECREF(known_spill);
+    Py_XDECREF(size_spill);
+    PyBuffer_Release(&buf);
+    return out;
+}
+
+PyDoc_STRVAR(segment_has_id_doc,
+             "segment_has_id(data, message_id, /) -> bool\n\n"
+             "Whether message_id (bytes, not empty, no LF) is one of the segments' ids of an inflated segment "
+             "blob checked already (segment_summary): a whole LF-bounded id of some file. A probe candidate's ids "
+             "are tested so (wire/batch.py) without the files being built.");
+
+static PyObject *
+segment_has_id(PyObject *module, PyObject *args)
+{
+    Py_buffer buf, needle;
+    if (!PyArg_ParseTuple(args, "y*y*:segment_has_id", &buf, &needle))
+        return NULL;
+    BlobReader r;
+    BlobFile bf;
+    PyObject *out = NULL;
+    const char *want = needle.buf;
+    Py_ssize_t want_len = needle.len;
+    if (want_len == 0 || memchr(want, '\n', (size_t)want_len) != NULL) {
+        PyErr_SetString(PyExc_ValueError, "segment_has_id: a message-id is not empty and holds no LF");
+        goto done;
+    }
+    if (blob_open(&r, buf.buf, buf.len) < 0)
+        goto done;
+    int found = 0;
+    while (!found && r.at < r.count) {
+        if (blob_next(&r, &bf, 0, 0, 0) < 0)
+            goto done;
+        const char *ids = bf.ids, *ids_end = bf.ids + bf.ids_len;
+        for (const char *at = ids; !found && ids_end - at >= want_len;) {
+            const char *hit = memmem(at, (size_t)(ids_end - at), want, (size_t)want_len);
+            if (hit == NULL)
+                break;
+            const char *after = hit + want_len;
+            found = (hit == ids || hit[-1] == '\n') && (after == ids_end || *after == '\n');
+            at = hit + 1;
+        }
+    }
+    out = found ? Py_True : Py_False;
+    Py_INCREF(out);
+done:
+    PyBuffer_Release(&needle);
+    PyBuffer_Release(&buf);
+    return out;
 }
 
 PyDoc_STRVAR(column_range_doc,
@@ -2502,6 +2710,8 @@ static PyMethodDef methods[] = {
     {"columns", columns, METH_VARARGS, columns_doc},
     {"file_fragment", file_fragment, METH_VARARGS, file_fragment_doc},
     {"segment_files", segment_files, METH_VARARGS, segment_files_doc},
+    {"segment_summary", segment_summary, METH_VARARGS, segment_summary_doc},
+    {"segment_has_id", segment_has_id, METH_VARARGS, segment_has_id_doc},
     {"column_range", column_range, METH_O, column_range_doc},
     {"line_scan", line_scan, METH_O, line_scan_doc},
     {"parse_date", parse_date, METH_O, parse_date_doc},

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import struct
 import sys
-from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -24,10 +23,14 @@ from usenet_indexer.indexing.fragment import (
     MAX_MESSAGE_ID,
     MAX_TEXT,
     FileFragment,
+    FileSummary,
     FormatError,
+    PackedFiles,
     ReleaseFragment,
     check_file,
+    column_range,
     int_array,
+    summarize,
 )
 from usenet_indexer.indexing.naming import looks_obfuscated
 
@@ -162,17 +165,12 @@ def totals(release: ReleaseFragment) -> ReleaseTotals:
     release missing a whole file is not reported complete. A file total of 0 (the subjects carried no
     file counter) means the files seen are all there is to expect.
     """
-    files_seen = len(release.files)
-    files_expected = max(release.file_total, files_seen)
     # One pass over the files (the batch store computes this for every release it stores: four
-    # generator passes were most of its Python per release).
-    parts_seen = known = size = 0
-    for f in release.files:
-        n = len(f.parts)
-        parts_seen += n
-        known += f.parts_total or n
-        size += sum(f.sizes)
-    parts_expected = known
+    # generator passes were most of its Python per release), or none: a posted blob's summary.
+    summary = summarize(release.files)
+    files_seen, parts_seen, size = summary.files, summary.parts_seen, summary.size
+    files_expected = max(release.file_total, files_seen)
+    known = parts_expected = summary.parts_known
     if files_expected > files_seen and files_seen:
         parts_expected += round(known / files_seen) * (files_expected - files_seen)
     completion = 100.0 * parts_seen / parts_expected if parts_expected else 0.0
@@ -294,14 +292,19 @@ def checked_segments(data: bytes) -> tuple[FileFragment, ...]:
         raise SegmentBlobError(f"segment blob: {error}") from None
 
 
-def column_range(column: array[int]) -> tuple[int, int]:
-    """The smallest and largest value of a non-empty column: one C pass where the accelerator is built
-    (min() and max() make an int of every value; for a batch's articles that was half of
-    check_authority, issue 17)."""
+def posted_files(data: bytes) -> Sequence[FileFragment]:
+    """The files of an inflated blob from another machine, checked as ``checked_segments`` checks them
+    (the same refusals), but where the C accelerator is built, not built: a PackedFiles of the blob and
+    its summary, its files made on first use. A batch's new releases are stored without them (issue 17:
+    building each file's objects was a third of the coordinator's decode)."""
     native = accelerator.speedups
-    if native is not None and isinstance(column, array) and column.typecode == "q":
-        return native.column_range(column)
-    return min(column), max(column)
+    if native is not None and sys.byteorder == "little":
+        try:
+            summary = FileSummary(*native.segment_summary(data, MAX_TEXT, MAX_MESSAGE_ID))
+        except ValueError as error:
+            raise SegmentBlobError(f"segment blob: {error}") from None
+        return PackedFiles(data, summary, native)
+    return checked_segments(data)
 
 
 def parse_segments(data: bytes) -> tuple[FileFragment, ...]:
@@ -371,6 +374,7 @@ __all__ = [
     "merge_files",
     "pack_segments",
     "parse_segments",
+    "posted_files",
     "totals",
     "unpack_segments",
 ]

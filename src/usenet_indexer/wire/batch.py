@@ -25,7 +25,8 @@ Why blobs: version 1 was one gzip'd JSON document. Decoding and validating it, t
 release's blob again for the catalog, cost the coordinator ~6.5 µs a header against 2.5 µs to index
 it (bench/stream.py: the end-to-end path at 0.3 x the indexer alone). Now the worker packs each
 release once, the coordinator inflates and checks the blob (C-level calls per column), and a release
-it has not stored yet - most of them - is stored with the worker's blob byte for byte, and in the
+it has not stored yet - most of them - is stored with the worker's blob byte for byte (its files
+checked and summed in one C pass, never built: merge.posted_files, issue 17), and in the
 category the worker found for it: categorizing was the largest part of the coordinator's Python work per
 release (0.17 of its 2.7-3.5 core-µs a header in a 1M-header ``run``, issue 17). A release merged with
 one stored already is categorized again by the coordinator from the merged files, as before.
@@ -56,6 +57,7 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -66,14 +68,22 @@ from usenet_indexer.indexing.fragment import (
     Batch,
     FileFragment,
     FormatError,
+    PackedFiles,
     ReleaseFragment,
     batch_from_dict,
     batch_to_dict,
     candidate_to_dict,
     fragment_to_dict,
+    summarize,
 )
 from usenet_indexer.indexing.indexer import release_key
-from usenet_indexer.indexing.merge import SegmentBlobError, checked_segments, column_range, pack_segments
+from usenet_indexer.indexing.merge import (
+    SegmentBlobError,
+    checked_segments,
+    column_range,
+    pack_segments,
+    posted_files,
+)
 from usenet_indexer.indexing.naming import clean_name, looks_obfuscated
 from usenet_indexer.indexing.runs import check_run
 
@@ -197,15 +207,18 @@ def decode_batch(
         where = f"batch.fragments[{index}].category"
         categories.append(None if given is None else category_from_list(given, where))
     blobs: list[bytes] = []
-    files: dict[str, list[tuple[FileFragment, ...]]] = {"fragments": [], "runs": []}
+    files: dict[str, list[Sequence[FileFragment]]] = {"fragments": [], "runs": []}
     for what in ("fragments", "runs"):
         listed = head.get(what)
+        # A release's files are checked and summed without being built (posted_files): most are
+        # stored as posted. A run's are checked one by one (check_run), so built at once.
+        check = posted_files if what == "fragments" else checked_segments
         for index in range(len(listed) if isinstance(listed, list) else 0):
             name = f"{what[:-1]} {index}'s segment blob"
             blob, at = _field(view, at, name)
             data = budget.inflate(blob, name)
             try:
-                files[what].append(checked_segments(data))
+                files[what].append(check(data))
             except SegmentBlobError as error:
                 raise BatchError(f"batch.{what}[{index}].files: {error}") from None
             if what == "fragments":
@@ -265,21 +278,27 @@ def check_authority(batch: Batch, *, group: str, low: int, high: int) -> Batch:
             raise BatchError(
                 f"{where}: groups {list(fragment.groups)[:8]} do not hold this lease's group {group}"
             )
-        for position, file in enumerate(fragment.files):
-            if not file.articles:
-                continue
-            first, last = column_range(file.articles)
-            if not low <= first <= last <= high:
-                raise BatchError(
-                    f"{where}.files[{position}]: articles {first}-{last} are outside this lease's "
-                    f"articles {low}-{high}"
-                )
+        articles = summarize(fragment.files).articles  # all files' at once: a posted blob's, unbuilt
+        if articles is not None and not low <= articles[0] <= articles[1] <= high:
+            for position, file in enumerate(fragment.files):  # which file: said in the refusal
+                if not file.articles:
+                    continue
+                first, last = column_range(file.articles)
+                if not low <= first <= last <= high:
+                    raise BatchError(
+                        f"{where}.files[{position}]: articles {first}-{last} are outside this lease's "
+                        f"articles {low}-{high}"
+                    )
         if not low <= fragment.first_article <= fragment.last_article <= high:
             raise BatchError(
                 f"{where}: articles {fragment.first_article}-{fragment.last_article} are outside this "
                 f"lease's articles {low}-{high}"
             )
-        checked.append(_named(fragment, clean_name(fragment.collection)))
+        name = clean_name(fragment.collection)
+        if name == fragment.name and fragment.obfuscated == looks_obfuscated(name):
+            checked.append(fragment)  # named as the coordinator names it: the worker's, as is
+        else:
+            checked.append(_named(fragment, name))
         by_key[key] = fragment
     for index, candidate in enumerate(batch.candidates):
         held = by_key.get(candidate.key)
@@ -341,6 +360,8 @@ def _is_segment(fragment: ReleaseFragment, mid: str) -> bool:
         return False
     if not needle or b"\n" in needle:
         return False
+    if isinstance(fragment.files, PackedFiles):  # the same search in C, without building the files
+        return fragment.files.has_message_id(needle)
     for file in fragment.files:
         ids = file.message_ids
         at = ids.find(needle)

@@ -110,6 +110,62 @@ def test_a_new_release_is_stored_in_the_category_its_worker_found(db: Database) 
     assert {stored for stored, _ in categories(db).values()} == {(7020, None, None, None, 1999, None)}
 
 
+ROW_COLUMNS = (
+    "key, name, search_name, poster, group_name, groups, file_total, files_seen, files_expected, "
+    "parts_seen, parts_expected, completion, complete, size, first_article, last_article, first_date, "
+    "last_date, obfuscated, request_id, category, season, episode, episode_last, year, resolution, segments"
+)
+PROBE_COLUMNS = "release_key, par2_message_id, nfo_message_id, archive_message_id, priority, status"
+
+
+def test_the_fast_path_stores_what_the_pure_path_stores(db: Database) -> None:
+    """Issue 17: a new release is stored from its blob's summary (merge.posted_files), its files never
+    built; a release merged with a stored one is built then. Row for row, column for column, the
+    catalog is the one the pure-Python path (every file built and summed in Python) stores."""
+    import pytest
+
+    from usenet_indexer import accelerator
+    from usenet_indexer.indexing.fragment import PackedFiles
+
+    if accelerator.speedups is None:
+        pytest.skip(f"the C accelerator is not built: {accelerator.REASON}")
+    add_group(db)
+    for batch_articles in (10**9, 97):  # every release new; most arriving in pieces
+        bodies, _ = posted_batches(batch_articles)
+        stored: dict[str, dict[str, object]] = {}
+        for path in ("fast", "pure"):
+            with db.transaction() as tx:
+                tx.sql("DELETE FROM releases")
+                tx.sql("DELETE FROM probe_queue")
+            with pytest.MonkeyPatch().context() as patch:
+                if path == "pure":
+                    patch.setattr(accelerator, "speedups", None)
+                for body in bodies:
+                    wire = decode_batch(body)
+                    with db.transaction() as tx:
+                        new = {f.key for f in wire.batch.fragments} - {
+                            str(r["key"]) for r in tx.sql("SELECT key FROM releases")
+                        }
+                        group_id = int(tx.run("group_by_name", {"name": GROUP})[0]["id"])
+                        store_batch(tx, group_id, GROUP, wire.batch, wire.blobs, wire.categories)
+                    if path == "fast":
+                        built = [
+                            f.key
+                            for f in wire.batch.fragments
+                            if f.key in new and (not isinstance(f.files, PackedFiles) or f.files._files)
+                        ]
+                        assert built == []
+            with db.transaction(write=False) as tx:
+                rows = tx.sql(f"SELECT {ROW_COLUMNS} FROM releases")
+                queued = tx.sql(f"SELECT {PROBE_COLUMNS} FROM probe_queue ORDER BY release_key")
+            stored[path] = {
+                "rows": {str(r["key"]): {**r, "segments": bytes(r["segments"])} for r in rows},
+                "probes": [dict(q) for q in queued],
+            }
+        assert stored["fast"] == stored["pure"]
+        assert len(stored["fast"]["rows"]) > 10  # type: ignore[arg-type]
+
+
 def test_every_release_a_batch_inserts_is_found_by_its_name(db: Database) -> None:
     """SQLite indexes new releases for full-text search after inserting them (migration 0012), not by
     a trigger per row: each is found by the words of its name, once."""

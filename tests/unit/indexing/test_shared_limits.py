@@ -27,7 +27,7 @@ C_ONLY = {
     "PY_SSIZE_T_CLEAN": "asks Python.h for Py_ssize_t lengths",
     "MAX_FIELDS": "the widest LIST OVERVIEW.FMT the scan reads; the module exports it (indexer.py asks)",
     "CACHE_SIZE": "files a scan keeps pending between two calls into Python; Python keeps every file",
-    "NEED": "a macro of segment_files",
+    "NEED": "a macro of the segment blob's reader (blob_open, blob_next)",
     "INTERN": "a macro of exec_module",
 }
 
@@ -69,8 +69,9 @@ def test_file_fragments_fields_are_named_in_their_order() -> None:
 
 def test_the_segment_blobs_magic_and_heads_are_the_same() -> None:
     assert set(re.findall(rb'"(UIS\d)"', SOURCE.encode())) == {merge._MAGIC, merge._MAGIC_V1}
-    # A file's head, as segment_files steps over it: version 1 then version 2 (with the subject's length).
-    heads = re.search(r"NEED\(v1 \? (\d+) : (\d+), \"a file's head\"\)", SOURCE)
+    # A file's head, as the blob's reader (blob_next) steps over it: version 1 then version 2 (with the
+    # subject's length).
+    heads = re.search(r"NEED\(r->v1 \? (\d+) : (\d+), \"a file's head\"\)", SOURCE)
     assert heads is not None
     assert (int(heads[1]), int(heads[2])) == (merge._FILE_V1.size, merge._FILE.size)
 

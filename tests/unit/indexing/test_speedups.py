@@ -25,18 +25,26 @@ from pathlib import Path
 from unittest import mock
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, currently_in_test_context, event, given, settings
 from hypothesis import strategies as st
 
 from usenet_indexer import accelerator
 from usenet_indexer.indexing import indexer as indexer_module
 from usenet_indexer.indexing import sample
-from usenet_indexer.indexing.fragment import Batch, FileFragment, int_array
+from usenet_indexer.indexing.fragment import (
+    Batch,
+    FileFragment,
+    FileSummary,
+    PackedFiles,
+    int_array,
+    summarize,
+)
 from usenet_indexer.indexing.indexer import IndexerError, RangeIndexer, _FileAcc, _FileInfo, _ReleaseInfo
 from usenet_indexer.indexing.merge import (
     SegmentBlobError,
     checked_segments,
     pack_segments,
+    posted_files,
     segment_blob,
     unpack_segments,
 )
@@ -777,3 +785,169 @@ def test_parse_date_native_reads_the_usual_forms() -> None:
     ):
         assert NATIVE.parse_date(raw) == parse_date(raw) is not None, raw
     assert NATIVE.parse_date(b"Thu, 29 Feb 2023 23:59:59 +0000") is False  # not a day: the Python's None
+
+
+# ---- posted segment blobs, summed without their files (merge.posted_files) -------------------------
+#
+# The batch route checks a release new to the catalog from its blob's summary (segment_summary), never
+# building its files (issue 17). The fast path must refuse exactly what segment_files refuses, with the
+# same message, and read exactly what the files hold: each figure below is computed a third way here,
+# from the files the pure path parses, so a slip in the C pass or in its Python twin (summarize) shows.
+
+
+def reference_summary(files: tuple[FileFragment, ...]) -> FileSummary:
+    """The summary spelled out from its definition (not summarize's loop)."""
+    articles = [a for f in files for a in f.articles]
+    order = [(f.name, f.parts_total) for f in files]
+    return FileSummary(
+        files=len(files),
+        parts_seen=sum(len(f.parts) for f in files),
+        parts_known=sum(f.parts_total or len(f.parts) for f in files),
+        size=sum(sum(f.sizes) for f in files),
+        articles=(min(articles), max(articles)) if articles else None,
+        in_order=order == sorted(set(order)),
+    )
+
+
+@st.composite
+def crowded_file(draw: st.DrawFn) -> FileFragment:
+    """A sound file from few names and totals (ties and files out of order are common), small or huge
+    numbers (sums past int64 and parts_total 0 are common), parts perhaps none."""
+    n = draw(st.integers(0, 4))
+    number = st.integers(0, 3) | st.integers(2**62, 2**63 - 1)
+    mid = st.sampled_from([b"a@x", b"ab@x", b"b@x", "é@x".encode(), b"a@xa@x"])
+    return FileFragment(
+        name=draw(st.sampled_from(["a", "b", "ab", "é", "z" * 3])),
+        index=draw(number),
+        parts_total=draw(number),
+        parts=int_array(sorted(draw(st.sets(st.integers(1, 2**63 - 1), min_size=n, max_size=n)))),
+        sizes=int_array(draw(st.lists(number, min_size=n, max_size=n))),
+        articles=int_array(draw(st.lists(number, min_size=n, max_size=n))),
+        message_ids=b"\n".join(draw(st.lists(mid, min_size=n, max_size=n))),
+        subject=draw(st.sampled_from(["", "s"])),
+    )
+
+
+def posted_both_ways(data: bytes) -> tuple[object, object]:
+    """posted_files(data) on the C accelerator and checked_segments(data) on it: the files, or the
+    refusal's message (the same reader, so the same words)."""
+    results: list[object] = []
+    for call in (posted_files, checked_segments):
+        try:
+            results.append(call(data))
+        except SegmentBlobError as error:
+            results.append(f"refused: {error}")
+    return results[0], results[1]
+
+
+def assert_posted_agrees(data: bytes) -> None:
+    posted, checked = posted_both_ways(data)
+    _native, pure = checked_both_ways(data)
+    note = event if currently_in_test_context() else lambda _: None
+    if isinstance(checked, str):
+        note("refused")
+        assert posted == checked
+        assert pure == "refused"
+        return
+    note("accepted, in order" if reference_summary(checked).in_order else "accepted, out of order")  # type: ignore[arg-type]
+    assert isinstance(posted, PackedFiles)
+    assert isinstance(pure, tuple)
+    assert posted.summary == reference_summary(pure) == summarize(pure)
+    assert len(posted) == len(pure)
+    assert posted._files is None  # nothing built for the summary, nor for len()
+    ids = {mid for f in pure for mid in f.message_ids.split(b"\n") if f.message_ids}
+    for needle in (b"a@x", b"ab@x", b"b@x", "é@x".encode(), b"a@xa@x", b"@x", b"a@", b"x", b"b", b"xa@x"):
+        assert posted.has_message_id(needle) == (needle in ids), needle
+    assert posted == pure  # built on first use: the same files
+    assert posted.unpacked() == pure and posted[0:] == pure
+    assert posted.has_message_id(b"zz@x") is False
+
+
+@needs_native
+@PROPS
+@given(st.lists(crowded_file(), max_size=5) | loose_files())
+def test_posted_files_read_what_the_files_hold(files: list[FileFragment]) -> None:
+    assert_posted_agrees(zlib.decompress(pack_segments(files)))
+
+
+@needs_native
+@PROPS
+@given(st.lists(crowded_file(), min_size=1, max_size=4), st.data())
+def test_posted_files_refuse_what_the_files_refuse(files: list[FileFragment], data: st.DataObject) -> None:
+    """Damaged blobs (bytes changed, cut, or added): the fast path refuses each exactly as
+    segment_files does, and reads the same from any it takes."""
+    raw = bytearray(zlib.decompress(pack_segments(files)))
+    for _ in range(data.draw(st.integers(1, 3))):
+        what = data.draw(st.sampled_from(["byte", "cut", "append"]))
+        if what == "byte" and raw:
+            raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(
+                st.sampled_from([0, 1, 0x0A, 0x80, 0xFF])
+            )
+        elif what == "cut":
+            del raw[data.draw(st.integers(0, len(raw))) :]
+        else:
+            raw += data.draw(st.binary(min_size=1, max_size=3))
+    assert_posted_agrees(bytes(raw))
+
+
+@needs_native
+@PROPS
+@given(st.lists(sound_file(), max_size=3))
+def test_posted_files_of_the_first_version(files: list[FileFragment]) -> None:
+    assert_posted_agrees(v1_blob(files))
+
+
+@needs_native
+def test_posted_files_sum_past_int64_exactly() -> None:
+    """Sizes and part totals whose sums pass 2**63 (no real release; a hostile one): the C pass carries
+    them into a Python int, as Python's sum does."""
+    big = 2**63 - 1
+    files = [
+        FileFragment(f"f{i}", 0, big, int_array([1, 2]), int_array([big, big]), int_array([7, 3]), b"a\nb")
+        for i in range(3)
+    ]
+    posted = posted_files(segment_blob(files))
+    assert isinstance(posted, PackedFiles)
+    assert posted.summary == FileSummary(3, 6, 3 * big, 6 * big, (3, 7), True)
+
+
+@needs_native
+def test_a_message_id_is_searched_whole() -> None:
+    native = accelerator.speedups
+    assert native is not None
+    ids = b"ab\nb\nabc"
+    data = segment_blob(
+        [FileFragment("f", 1, 3, int_array([1, 2, 3]), int_array([1] * 3), int_array([1] * 3), ids)]
+    )
+    found = [native.segment_has_id(data, m) for m in (b"ab", b"b", b"abc", b"a", b"bc", b"c", b"abcx")]
+    assert found == [True, True, True, False, False, False, False]
+    for bad in (b"", b"a\n"):
+        with pytest.raises(ValueError, match="not empty"):
+            native.segment_has_id(data, bad)
+
+
+@needs_native
+@pytest.mark.parametrize(
+    "order",
+    [
+        [("a", 1), ("ab", 0)],
+        [("ab", 0), ("a", 1)],  # a name before its own prefix: out of order whatever the totals
+        [("a", 1), ("a", 1)],
+        [("a", 2), ("a", 1)],
+        [("a", 1), ("a", 2)],
+        [("z", 0), ("é", 0)],
+        [("é", 0), ("z", 0)],
+        [("\uffff", 0), ("\U0001f600", 0)],  # UTF-8's byte order is the code points' order
+        [("\U0001f600", 0), ("\uffff", 0)],
+        [("b", 0), ("a", 5), ("c", 0)],
+    ],
+)
+def test_the_file_order_is_pythons(order: list[tuple[str, int]]) -> None:
+    files = [
+        FileFragment(name, 0, total, int_array([1]), int_array([1]), int_array([1]), b"m@x")
+        for name, total in order
+    ]
+    assert_posted_agrees(segment_blob(files))
+    posted = posted_files(segment_blob(files))
+    assert isinstance(posted, PackedFiles)
+    assert posted.summary.in_order == (order == sorted(set(order)))
