@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 MAX_INT = 2**63 - 1
 MAX_TEXT = 8 * 1024  # names, posters, keys
 MAX_MESSAGE_ID = 1024
+MAX_KEY = 128  # a release's key
+MAX_REQUEST_ID = 64
 
 
 class FormatError(ValueError):
@@ -479,7 +481,7 @@ def fragment_from_dict(
     # wrong. Stricter than the long way (type() is, not isinstance), never looser.
     if not (
         type(key) is str
-        and 0 < len(key) <= 128
+        and 0 < len(key) <= MAX_KEY
         and type(name) is str
         and len(name) <= MAX_TEXT
         and type(poster) is str
@@ -494,7 +496,7 @@ def fragment_from_dict(
         and (first_date is None or (type(first_date) is int and 0 <= first_date <= MAX_INT))
         and (last_date is None or (type(last_date) is int and 0 <= last_date <= MAX_INT))
         and type(obfuscated) is bool
-        and (request is None or (type(request) is str and len(request) <= 64))
+        and (request is None or (type(request) is str and len(request) <= MAX_REQUEST_ID))
     ):
         first_article = _int(first_article, f"{where}.first_article")
         last_article = _int(last_article, f"{where}.last_article")
@@ -502,13 +504,13 @@ def fragment_from_dict(
             raise FormatError(f"{where}: last_article {last_article} is before first_article {first_article}")
         if not isinstance(obfuscated, bool):
             raise FormatError(f"{where}.obfuscated: expected true or false")
-        key = _str(key, f"{where}.key", limit=128, empty=False)
+        key = _str(key, f"{where}.key", limit=MAX_KEY, empty=False)
         name = _str(name, f"{where}.name")
         poster = _str(poster, f"{where}.poster")
         file_total = _int(file_total, f"{where}.file_total")
         first_date = _opt_int(first_date, f"{where}.first_date")
         last_date = _opt_int(last_date, f"{where}.last_date")
-        request = None if request is None else _str(request, f"{where}.request_id", limit=64)
+        request = None if request is None else _str(request, f"{where}.request_id", limit=MAX_REQUEST_ID)
         collection = _str(collection, f"{where}.collection")
     return ReleaseFragment(
         key=key,
@@ -531,7 +533,7 @@ def candidate_from_dict(obj: Any, where: str = "candidate") -> ProbeCandidate:
     d = _fields(obj, where, _CANDIDATE_FIELDS, _CANDIDATE_OPTIONAL)
     nfo, archive = d["nfo_message_id"], d.get("archive_message_id")
     return ProbeCandidate(
-        key=_str(d["key"], f"{where}.key", limit=128, empty=False),
+        key=_str(d["key"], f"{where}.key", limit=MAX_KEY, empty=False),
         name=_str(d["name"], f"{where}.name"),
         # A password probe names its archive's article instead of a PAR2's.
         par2_message_id=_str(

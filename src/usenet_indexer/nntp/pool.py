@@ -221,7 +221,7 @@ class _Server:
 
     async def release(self, client: NNTPClient, *, healthy: bool) -> None:
         if healthy and client.connected and not self._closed:
-            if self.choice is None or self.choice.keep(self.mode_of(client)):
+            if self.keeps(client):
                 async with self._cond:
                     self._idle.append(client)
                     self._cond.notify()
@@ -440,21 +440,22 @@ class NNTPPool:
         server = self._servers[0]
         probed = False
 
+        async def timed(client: NNTPClient, to: int) -> OverviewChunk:
+            began = time.perf_counter()
+            chunk = await client.over_chunk(first, to, compress=compress)
+            if compress:
+                server.measured(client, chunk, time.perf_counter() - began)
+            return chunk
+
         async def operation(client: NNTPClient) -> OverviewChunk | None:
             nonlocal probed
             await self._select(client, group)
             if compress and not probed and server.measuring() and last - first >= PROBE_ARTICLES:
                 probed = True
-                began = time.perf_counter()
-                probe = await client.over_chunk(first, first + PROBE_ARTICLES - 1, compress=True)
-                server.measured(client, probe, time.perf_counter() - began)
+                await timed(client, first + PROBE_ARTICLES - 1)
                 if not server.keeps(client):
                     return None  # the other mode chosen: the chunk from one of its connections
-            began = time.perf_counter()
-            chunk = await client.over_chunk(first, last, compress=compress)
-            if compress:
-                server.measured(client, chunk, time.perf_counter() - began)
-            return chunk
+            return await timed(client, last)
 
         while True:
             chunk = await self._run(server, operation)
