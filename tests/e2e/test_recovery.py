@@ -207,12 +207,14 @@ def test_a_run_killed_outright_is_resumed_at_once_by_the_next(tmp_path: Path, fe
         db = connect(killed)
         try:
             with reaped(start_run(killed, tmp_path / "a", slow.port, log, **ttls)) as first:
+                # Killed mid-probe too: its probes stayed "working" ten minutes (catalog/probe.py).
                 wait_for(
                     lambda: bool(
                         query(db, "SELECT 1 FROM ranges WHERE status = 'leased' AND next_id > start_id")
+                        and query(db, "SELECT 1 FROM probe_queue WHERE status = 'working'")
                     ),
                     90,
-                    "a range leased with a batch stored",
+                    "a range leased with a batch stored, and a probe working",
                 )
                 first.kill()
                 first.wait(10)

@@ -154,9 +154,20 @@ class Prober:
         self.fetch_body = fetch_body
         self.batch = batch
         self.fence = fence  # the probe loop's (coordinator/loops/runner.py)
+        self._taken_back: int | None = None  # the loop's epoch whose abandoned probes were queued again
 
     def take(self) -> list[dict[str, object]]:
         with self.db.transaction(fence=self.fence) as tx:
+            epoch = self.fence.epoch() if self.fence is not None else None
+            if epoch is not None and epoch != self._taken_back:
+                # The probe loop claimed anew: probes an earlier holder left "working" queued again now.
+                # A coordinator killed mid-round left them for STALE_SECONDS, and the run resumed after
+                # it waited ten minutes on them (issue 17's recovery test, one run in five).
+                tx.execute(
+                    "probes_abandoned",
+                    {"error": "abandoned: the coordinator probing it stopped", "max_attempts": MAX_ATTEMPTS},
+                )
+                self._taken_back = epoch
             return tx.run("probe_take", {"n": self.batch, "stale": STALE_SECONDS})
 
     def _files_of(self, key: str) -> tuple[FileFragment, ...]:

@@ -73,6 +73,10 @@ class Fence(Protocol):
     def check_alive(self) -> None:
         """Before a write outside the database: raises ``Fenced`` when not held, by the local clock."""
 
+    def epoch(self) -> int | None:
+        """The holding's epoch (None: not held). A new one means the work was just claimed: what an
+        earlier holder left half done is the new holder's to take back, its writes being fenced."""
+
 
 class Tx:
     """One open transaction. ``run`` takes a query name from ``sql/`` and returns its rows (SELECT or

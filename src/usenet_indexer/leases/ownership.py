@@ -212,6 +212,9 @@ class OwnershipFence:
         if not self.alive():
             raise OwnershipLost(self._lost())
 
+    def epoch(self) -> int | None:
+        return self.ownership.epoch(self.name)
+
     def check(self, tx: Tx) -> None:
         """Checked in ``tx`` (and the lease's row share-locked until it ends); OwnershipLost when it is
         not held. On PostgreSQL the check is queued and fails the transaction at its next read or its

@@ -15,9 +15,11 @@ from tests.support.store import query, services_for
 from usenet_indexer.catalog.batch_store import store_batch
 from usenet_indexer.catalog.probe import ProbeFailed, Prober, name_from_par2
 from usenet_indexer.coordinator.wiring import Services
+from usenet_indexer.db import Fenced
 from usenet_indexer.indexing import RangeIndexer
 from usenet_indexer.indexing.merge import unpack_segments
 from usenet_indexer.indexing.rules import default_rules
+from usenet_indexer.leases.ownership import OwnershipFence, OwnershipLeases
 from usenet_indexer.nntp import yenc
 from usenet_indexer.nntp.pool import NNTPPool, ServerSettings
 
@@ -188,6 +190,43 @@ async def test_a_probe_cut_off_with_its_round_is_queued_again_as_an_attempt(
         assert await prober.run_once() == []  # failed for good after three
     finally:
         services.close()
+
+
+async def test_probes_left_working_by_a_dead_holder_are_taken_back_when_the_loop_is_claimed(
+    database_url: str, tmp_path: Path
+) -> None:
+    """A coordinator killed mid-round left its probes "working" for STALE_SECONDS (ten minutes): the
+    next holder of the probe loop queues them again when it claims the loop, and the dead holder's
+    late write is fenced."""
+    services = services_for(database_url, tmp_path)
+    try:
+        store_obfuscated(services, "<left@probe.test>")
+        first = OwnershipLeases(services.db, "host:101:aaaaaa")
+        assert first.acquire("probe").ok
+        dead = Prober(services.db, _never_called, fence=OwnershipFence(first, "probe"))
+        assert [row["release_key"] for row in dead.take()]  # taken, then the process is killed
+        second = OwnershipLeases(services.db, "host:102:bbbbbb")
+        assert not second.acquire("probe").ok  # alive as far as the TTL says
+        assert second.acquire("probe", gone=lambda holder: holder == "host:101:aaaaaa").ok
+        fetched: list[str] = []
+
+        async def missing(message_id: str) -> bytes:
+            fetched.append(message_id)
+            raise LookupError(f"430 no such article {message_id}")
+
+        (result,) = await Prober(services.db, missing, fence=OwnershipFence(second, "probe")).run_once()
+        assert result.error is not None and "430" in result.error
+        assert fetched == ["<left@probe.test>"]
+        (row,) = query(services.db, "SELECT status, attempts, error FROM probe_queue")
+        assert (row["status"], row["attempts"]) == ("queued", 2)  # the abandoned round counted
+        with pytest.raises(Fenced):
+            dead._cut_off([str(result.key)])
+    finally:
+        services.close()
+
+
+async def _never_called(message_id: str) -> bytes:
+    raise AssertionError("not fetched")
 
 
 @pytest.mark.inn2

@@ -85,6 +85,14 @@ SET status = CASE WHEN attempts >= :max_attempts THEN 'failed' ELSE 'queued' END
     articles = articles + :articles, bytes = bytes + :bytes, updated_at = {now}
 WHERE release_key = :key AND status = 'working'
 
+-- name: probes_abandoned
+-- Every probe still working when the probe loop is claimed anew: its holder died or lost the loop, and
+-- its writes are fenced from now (catalog/probe.py). Counted as the attempt it was.
+UPDATE probe_queue
+SET status = CASE WHEN attempts >= :max_attempts THEN 'failed' ELSE 'queued' END, error = :error,
+    updated_at = {now}
+WHERE status = 'working'
+
 -- name: probe_again
 -- A burst of loose runs (catalog/grouping.py) that gained articles since it was queued or probed: probed
 -- again, its cost kept. Not while a probe works on it: that probe sees the new articles when it stores
