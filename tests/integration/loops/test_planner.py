@@ -69,13 +69,16 @@ async def test_tail_follows_the_high_watermark_and_nothing_is_planned_twice(
 ) -> None:
     fill_group(server, A, 1, 2500)
     services.groups.add(A)
-    planner = Planner(services, news)
+    told: list[int] = []  # the prefetcher woken (loops/background.py): only when ranges were planned
+    planner = Planner(services, news, planned=lambda: told.append(1))
     await asyncio.to_thread(planner.plan_all)
     again = await asyncio.to_thread(planner.plan_all)
     assert again[0].planned == 0
+    assert len(told) == 1
     fill_group(server, A, 2501, 3200)
     grown = await asyncio.to_thread(planner.plan_all)
     assert grown[0].planned == 2  # 2501–2999 and 3000–3200 (bounds aligned to 1000)
+    assert len(told) == 2
     ranges = ranges_of(services, A)
     assert covered(ranges) == list(range(1, 3201))
     assert [int(r["priority"]) for r in ranges if int(r["start_id"]) > 2500] == [TAIL_PRIORITY] * 2

@@ -153,3 +153,31 @@ def test_a_holder_is_gone_only_when_its_process_on_this_host_no_longer_exists() 
     assert not holder_gone(f"{host}:1:abcdef")  # exists (init)
     for malformed in ("", host, f"{host}:", f"{host}:x:abc", f"{host}:-5:abc", f"{host}:0:abc"):
         assert not holder_gone(malformed)
+
+
+def test_a_woken_loop_runs_its_work_at_once_not_at_the_end_of_its_period() -> None:
+    """The prefetcher found no ranges at a run's start and slept its period while the planner planned
+    them: nothing was fetched for the run's first second (issue 17). Woken, it works at once; a stop
+    ends its wait at once too."""
+    ownership = FakeOwnership(renew_interval=5.0)
+    runs: list[float] = []
+    runner = LoopRunner(ownership)  # type: ignore[arg-type]
+    runner.add("prefetcher", 60.0, lambda: runs.append(time.monotonic()))
+    runner.add("other", 60.0, lambda: None)
+    runner.start()
+    try:
+        deadline = time.monotonic() + 5
+        while not runs and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(runs) == 1
+        time.sleep(0.3)
+        assert len(runs) == 1  # its period is a minute
+        woken = time.monotonic()
+        runner.wake("prefetcher")
+        while len(runs) < 2 and time.monotonic() < woken + 2:
+            time.sleep(0.01)
+        assert len(runs) == 2 and runs[1] - woken < 1.0
+    finally:
+        stopping = time.monotonic()
+        runner.stop()
+    assert time.monotonic() - stopping < 2.0

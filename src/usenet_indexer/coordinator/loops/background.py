@@ -41,7 +41,9 @@ def background_loops(services: Services, news: NewsService | None = None) -> Loo
         news = NewsService(servers)
     if news is not None:
         prefetcher = Prefetcher(services, news, fence=runner.fence("prefetcher"))
-        planner = Planner(services, news, fence=runner.fence("planner"))
+        planner = Planner(
+            services, news, fence=runner.fence("planner"), planned=lambda: runner.wake("prefetcher")
+        )
         corpus_fill = CorpusFill(services, news, fence=runner.fence("corpus-fill"))
         runner.add("planner", settings.planner_period_seconds, planner.work)
         runner.add("prefetcher", settings.prefetch_idle_seconds, prefetcher.work)

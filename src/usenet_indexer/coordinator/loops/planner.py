@@ -155,9 +155,13 @@ class Planner:
         budget_seconds: float = 10.0,
         call_timeout_seconds: float = 15.0,
         fence: Fence | None = None,
+        planned: Callable[[], object] | None = None,
     ) -> None:
         self.services = services
         self.news = news
+        # Told when a group gained ranges: the prefetcher, idle for its period since it found none,
+        # starts on them at once (a run's first second went by with nothing fetched, issue 17).
+        self.planned = planned
         self.clock = clock
         # The planner loop's ownership fence: every write it makes checks it (coordinator/loops/runner.py).
         self.fence = fence
@@ -237,6 +241,8 @@ class Planner:
             log.info(
                 "planner.planned", group=name, low=low, high=high, ranges=len(planned), retired=len(retired)
             )
+        if planned and self.planned is not None:
+            self.planned()
         return GroupOutcome(name, "planned", low, high, len(planned), len(retired))
 
     def backfill_article(self, group: Row, low: int, high: int) -> int | None:

@@ -71,6 +71,7 @@ class Loop:
     fenced: int = 0  # works stopped because the lease was lost
     last_error: str | None = None
     holding: bool = False
+    woken: threading.Event = field(default_factory=threading.Event)  # LoopRunner.wake: its work now
 
 
 @dataclass
@@ -104,6 +105,13 @@ class LoopRunner:
             self.add(name, math.inf, lambda: None).holding = True
         return claim
 
+    def wake(self, name: str) -> None:
+        """The loop ``name``'s work runs now (if this coordinator holds it), not at the end of its
+        period: what it waits for has just happened (ranges planned for the prefetcher)."""
+        for loop in self.loops:
+            if loop.name == name:
+                loop.woken.set()
+
     def fence(self, name: str) -> OwnershipFence:
         """The fence the loop ``name``'s writes check (give it to the loop's work)."""
         return OwnershipFence(self.ownership, name)
@@ -120,6 +128,8 @@ class LoopRunner:
         """The works end (each at its next check of the stop), then the leases are released. They
         are renewed until then: a work still writing must not lose its lease on the way out."""
         self._stop.set()
+        for loop in self.loops:
+            loop.woken.set()  # its wait ends now
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
@@ -179,4 +189,6 @@ class LoopRunner:
                 log.exception("loop.error", loop=loop.name)
             renew = self.ownership.renew_interval
             wait = next_work - self.clock() if loop.holding else renew
-            self._stop.wait(max(0.05, min(wait, renew)))
+            if loop.woken.wait(max(0.05, min(wait, renew))):
+                loop.woken.clear()
+                next_work = 0.0
