@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -156,7 +157,7 @@ class Prober:
         self.fence = fence  # the probe loop's (coordinator/loops/runner.py)
         self._taken_back: int | None = None  # the loop's epoch whose abandoned probes were queued again
 
-    def take(self) -> list[dict[str, object]]:
+    def take(self, n: int | None = None, skip: Sequence[str] = ()) -> list[dict[str, object]]:
         with self.db.transaction(fence=self.fence) as tx:
             epoch = self.fence.epoch() if self.fence is not None else None
             if epoch is not None and epoch != self._taken_back:
@@ -168,7 +169,8 @@ class Prober:
                     {"error": "abandoned: the coordinator probing it stopped", "max_attempts": MAX_ATTEMPTS},
                 )
                 self._taken_back = epoch
-            return tx.run("probe_take", {"n": self.batch, "stale": STALE_SECONDS})
+            taking = self.batch if n is None else n
+            return tx.run("probe_take", {"n": taking, "stale": STALE_SECONDS, "skip": tx.array(list(skip))})
 
     def _files_of(self, key: str) -> tuple[FileFragment, ...]:
         return unpack_segments(bytes(self._release_row(key)["segments"]))
@@ -585,24 +587,46 @@ class Prober:
             tx.execute("probe_done", {"key": key, "articles": cost.articles, "bytes": cost.bytes})
         return len(held)
 
-    async def run_once(self) -> list[ProbeResult]:
-        """One round: up to ``batch`` candidates probed concurrently. A round cut off (the probe loop
-        bounds it, coordinator/server.py) gives its unfinished probes back as an attempt failed."""
-        taken = self.take()
+    async def run_once(self, refill_seconds: float = 0.0) -> list[ProbeResult]:
+        """One round: up to ``batch`` candidates probed concurrently and, for ``refill_seconds``, each
+        one that ends making room for the next queued (a round of 8 waited for its slowest, and the
+        demo's 1,300 probes drained at ~27 a second). A round cut off (the probe loop bounds it,
+        coordinator/loops/probe.py) gives its unfinished probes back as an attempt failed."""
+        refill_until = time.monotonic() + refill_seconds
+        rows = self.take()
+        more = len(rows) >= self.batch
+        running: dict[asyncio.Future[ProbeResult], str] = {}
+        results: list[ProbeResult] = []
         try:
-            results = await asyncio.gather(
-                *(
-                    self.password_probe(str(row["release_key"]), str(row["archive_message_id"]))
-                    if row.get("archive_message_id") is not None and not row["par2_message_id"]
-                    else self.probe(
-                        str(row["release_key"]), str(row["par2_message_id"]), int(str(row["attempts"]))
-                    )
-                    for row in taken
-                )
-            )
-        except asyncio.CancelledError:
-            self._cut_off([str(row["release_key"]) for row in taken])
+            while rows or running:
+                for row in rows:
+                    running[asyncio.ensure_future(self._one(row))] = str(row["release_key"])
+                done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                ended = [task.result() for task in done]
+                for task in done:
+                    del running[task]
+                self._record(ended)
+                results.extend(ended)
+                rows = []
+                if more and time.monotonic() < refill_until:
+                    rows = self.take(len(done), skip=[r.key for r in results])
+                    more = len(rows) >= len(done)
+        except BaseException:
+            for task in running:
+                task.cancel()
+            if running:
+                self._cut_off(list(running.values()))
             raise
+        return results
+
+    def _one(self, row: dict[str, object]) -> Awaitable[ProbeResult]:
+        key = str(row["release_key"])
+        if row.get("archive_message_id") is not None and not row["par2_message_id"]:
+            return self.password_probe(key, str(row["archive_message_id"]))
+        return self.probe(key, str(row["par2_message_id"]), int(str(row["attempts"])))
+
+    def _record(self, results: list[ProbeResult]) -> None:
+        """Failures queued again (or failed for good), and every outcome logged."""
         failed = [r for r in results if r.error is not None]
         if failed:
             with self.db.transaction(fence=self.fence) as tx:
@@ -635,7 +659,6 @@ class Prober:
                 )
             else:
                 log.warning("probe.failed", release=result.key, error=result.error, articles=result.articles)
-        return list(results)
 
 
 def _lock_release(tx: Tx, key: str) -> None:

@@ -39,14 +39,15 @@ def par2_index(folder: Path) -> bytes:
     return (folder / f"{REAL}.par2").read_bytes()
 
 
-def overview(par2_message_id: str) -> bytes:
+def overview(par2_message_id: str, name_hash: str = HASH) -> bytes:
     """An obfuscated post: the file names are a hash; the PAR2 index is the last file."""
     lines = []
-    files = [(f"{HASH}.part{i:02d}.rar", 2) for i in range(1, 4)] + [(f"{HASH}.par2", 1)]
+    files = [(f"{name_hash}.part{i:02d}.rar", 2) for i in range(1, 4)] + [(f"{name_hash}.par2", 1)]
     number = 1
+    tag = "" if name_hash == HASH else f"-{name_hash[:8]}"
     for index, (name, parts) in enumerate(files, 1):
         for part in range(1, parts + 1):
-            mid = par2_message_id if name.endswith(".par2") else f"<p{number}@probe.test>"
+            mid = par2_message_id if name.endswith(".par2") else f"<p{number}{tag}@probe.test>"
             subject = f'[{index}/{len(files)}] - "{name}" yEnc ({part}/{parts})'
             lines.append(
                 f"{number}\t{subject}\tposter@example.test\tMon, 30 Nov 2026 10:00:00 +0000\t{mid}\t\t"
@@ -71,10 +72,10 @@ def post_par2_index(folder: Path) -> inn2_support.Article:
     return article
 
 
-def store_obfuscated(services: Services, par2_message_id: str) -> None:
+def store_obfuscated(services: Services, par2_message_id: str, name_hash: str = HASH) -> None:
     """The obfuscated post of ``overview`` indexed and stored: its release queued for a probe."""
     indexer = RangeIndexer(GROUP, 1, 7, 1, default_rules())
-    indexer.add_text(overview(par2_message_id), 8)
+    indexer.add_text(overview(par2_message_id, name_hash), 8)
     indexer.finish()
     with services.db.transaction() as tx:
         store_batch(tx, 1, GROUP, indexer.take())
@@ -221,6 +222,39 @@ async def test_probes_left_working_by_a_dead_holder_are_taken_back_when_the_loop
         assert (row["status"], row["attempts"]) == ("queued", 2)  # the abandoned round counted
         with pytest.raises(Fenced):
             dead._cut_off([str(result.key)])
+    finally:
+        services.close()
+
+
+async def test_a_round_starts_the_next_probe_as_each_ends_and_does_not_retry_a_failure_at_once(
+    database_url: str, tmp_path: Path
+) -> None:
+    """A round of 8 waited for its slowest probe before the next 8 began: the demo's 1,300 probes
+    drained at ~27 a second. Now each probe that ends makes room for the next queued one."""
+    services = services_for(database_url, tmp_path)
+    try:
+        for n in range(6):
+            store_obfuscated(
+                services, f"<r{n}@probe.test>", name_hash=uuid.uuid5(uuid.NAMESPACE_DNS, str(n)).hex
+            )
+        fetched: list[str] = []
+        slow_ended: list[int] = []  # how many fetches had begun when the slow one ended
+
+        async def missing(message_id: str) -> bytes:
+            fetched.append(message_id)
+            await asyncio.sleep(2.0 if message_id == "<r0@probe.test>" else 0.01)
+            if message_id == "<r0@probe.test>":
+                slow_ended.append(len(fetched))
+            raise LookupError(f"430 no such article {message_id}")
+
+        results = await Prober(services.db, missing, batch=2).run_once(refill_seconds=5.0)
+        assert len(results) == 6
+        assert slow_ended == [6]  # the five others ran beside the slow one, one after another
+        assert sorted(fetched) == sorted(f"<r{n}@probe.test>" for n in range(6))  # each failure once
+        rows = query(services.db, "SELECT status, attempts FROM probe_queue")
+        assert {(r["status"], r["attempts"]) for r in rows} == {("queued", 1)}
+        # Without refilling, a round is its first batch.
+        assert len(await Prober(services.db, missing, batch=2).run_once()) == 2
     finally:
         services.close()
 

@@ -27,7 +27,9 @@ def probe_work(services: Services, news: NewsService, fence: Fence | None = None
         try:
             # Bounded, so that a stop is heard between rounds; probes cut off here are queued again
             # (Prober.run_once), a cut-off counting as an attempt.
-            results = asyncio.run(asyncio.wait_for(prober.run_once(), bound))
+            # New probes are started for the first quarter of the round, so that the last ones
+            # started have three quarters of it to finish before the cut-off.
+            results = asyncio.run(asyncio.wait_for(prober.run_once(refill_seconds=bound / 4), bound))
         except TimeoutError:
             log.warning("probe.round_late", action=f"cut off after {bound:.0f} s")
             return False

@@ -16,10 +16,12 @@ SELECT pg_advisory_xact_lock(1970, CAST(:stripe AS integer))
 SELECT * FROM releases WHERE key = ANY(CAST(:keys AS text[])) FOR UPDATE
 
 -- name: probe_take
+-- :skip the probes this round already ran: one that failed is queued again, but not retried at once.
 UPDATE probe_queue SET status = 'working', attempts = attempts + 1, updated_at = {now}
 WHERE release_key IN (
   SELECT release_key FROM probe_queue
-  WHERE status = 'queued' OR (status = 'working' AND updated_at < {now} - :stale)
+  WHERE (status = 'queued' OR (status = 'working' AND updated_at < {now} - :stale))
+    AND release_key <> ALL(CAST(:skip AS text[]))
   ORDER BY priority, created_at LIMIT :n
   FOR UPDATE SKIP LOCKED)
 RETURNING release_key, par2_message_id, nfo_message_id, archive_message_id, attempts

@@ -10,10 +10,12 @@ SELECT :stripe AS locked
 SELECT * FROM releases WHERE key IN (SELECT value FROM json_each(:keys))
 
 -- name: probe_take
+-- :skip the probes this round already ran: one that failed is queued again, but not retried at once.
 UPDATE probe_queue SET status = 'working', attempts = attempts + 1, updated_at = {now}
 WHERE release_key IN (
   SELECT release_key FROM probe_queue
-  WHERE status = 'queued' OR (status = 'working' AND updated_at < {now} - :stale)
+  WHERE (status = 'queued' OR (status = 'working' AND updated_at < {now} - :stale))
+    AND release_key NOT IN (SELECT value FROM json_each(:skip))
   ORDER BY priority, created_at LIMIT :n)
 RETURNING release_key, par2_message_id, nfo_message_id, archive_message_id, attempts
 
