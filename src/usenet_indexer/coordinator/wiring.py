@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from usenet_indexer.catalog.search import Search
@@ -41,10 +40,6 @@ class Services:
     search: Search
     # Chunks stored by this process's prefetcher, told to its waiting streams (arrivals.py).
     arrivals: Arrivals = field(default_factory=Arrivals)
-    # This process's background loops told to work now (loops/runner.py ``LoopRunner.wake``; set when
-    # they are built): a finished range leaves loose files to join and probes to run, and `run`
-    # waited up to the grouping and probe loops' periods (10 and 30 s) before it saw the end.
-    wake: Callable[[str], None] = field(default=lambda loop: None)
 
     def close(self) -> None:
         self.db.close()

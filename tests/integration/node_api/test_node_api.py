@@ -460,24 +460,6 @@ def _post(
     )
 
 
-def test_a_finished_range_wakes_the_grouping_and_probe_loops(
-    client: TestClient, services: Services, auth: dict[str, str]
-) -> None:
-    """`run` waited up to their periods (10 and 30 s) after the last range for loose files to be joined
-    and their probes run."""
-    woken: list[str] = []
-    services.wake = woken.append
-    plan(services, high=1_999)
-    granted = lease(client, auth)
-    assert _post(client, auth, granted, []).status_code == 200  # type: ignore[attr-defined]
-    assert woken == []
-    finish = client.post(
-        f"{API}/ranges/{granted['id']}/finish", params={"epoch": granted["epoch"]}, headers=auth
-    )
-    assert finish.status_code == 200, finish.text
-    assert woken == ["grouping", "probe"]
-
-
 def test_a_node_cannot_write_into_a_release_others_built(client: TestClient, services: Services) -> None:
     """Issue 15.2: a node posted a fragment under the key of an existing release, with another poster
     and files pointing at its own message-ids; it was merged, and t=get listed the node's files."""

@@ -188,14 +188,7 @@ def heartbeat(range_id: Id, epoch: Epoch, node_id: Node, services: Svc) -> dict[
 def finish(range_id: Id, epoch: Epoch, node_id: Node, services: Svc) -> dict[str, Any]:
     done = services.ranges.finish(range_id, node_id, epoch)
     services.spool.remove(range_id)
-    _finished(services)
     return {"ok": True, "headers": done.headers}
-
-
-def _finished(services: Services) -> None:
-    """A range done: what waits on the whole of it (loose files joined, their probes) runs now."""
-    services.wake("grouping")
-    services.wake("probe")
 
 
 @router.post("/ranges/{range_id}/release")
@@ -206,7 +199,6 @@ def release(
     outcome = services.ranges.release(range_id, node_id, epoch, reclaim=reclaim)
     if outcome == "finished":
         services.spool.remove(range_id)
-        _finished(services)
     return {"ok": True, "outcome": outcome}
 
 

@@ -29,7 +29,6 @@ def background_loops(services: Services, news: NewsService | None = None) -> Loo
         renew_seconds=settings.ownership_renew_seconds,
     )
     runner = LoopRunner(ownership)
-    services.wake = runner.wake
     cleanup = SpoolCleanup(
         services, abandoned_fence=runner.fence("finish-abandoned"), sweep_fence=runner.fence("spool-cleanup")
     )
