@@ -95,17 +95,17 @@ class Snapshot:
         return self.probes.get("queued", 0) + self.probes.get("working", 0)
 
     @property
-    def done(self) -> bool:
+    def read_through(self) -> bool:
         """Every enabled group read from the news server at least once (or failing there) and every
-        range of it done or failed, no loose file waiting to be joined into its release, and no
-        obfuscated release still waiting for its probe."""
+        range of it done or failed."""
         enabled = [g for g in self.groups if g.enabled]
-        return (
-            bool(enabled)
-            and all((g.planned or g.error) and g.pending_ranges == 0 for g in enabled)
-            and self.probes_pending == 0
-            and self.grouping_pending == 0
-        )
+        return bool(enabled) and all((g.planned or g.error) and g.pending_ranges == 0 for g in enabled)
+
+    @property
+    def done(self) -> bool:
+        """Read through, no loose file waiting to be joined into its release, and no obfuscated
+        release still waiting for its probe."""
+        return self.read_through and self.probes_pending == 0 and self.grouping_pending == 0
 
 
 class _Rates:

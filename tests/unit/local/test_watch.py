@@ -70,3 +70,36 @@ def test_without_until_done_it_refreshes_at_the_view_s_pace() -> None:
     stop.wait = stop_after_three  # type: ignore[method-assign]
     watch(cast(ProgressReader, reader), cast(View, Silent()), stop, refresh_seconds=1.0)
     assert stop.waits == [1.0, 1.0, 1.0]
+
+
+def test_once_every_range_is_read_the_grouping_and_probe_loops_are_woken_not_before() -> None:
+    """`run` waited up to their periods (10 and 30 s) for the last loose files and probes; woken at
+    each range's end instead, the probe loop read archives for password probes beside the indexing
+    and a 1M run's coordinator spent twice its CPU."""
+    from types import SimpleNamespace
+
+    states = [
+        SimpleNamespace(read_through=False, grouping_pending=2, probes_pending=5),
+        SimpleNamespace(read_through=True, grouping_pending=1, probes_pending=3),
+        SimpleNamespace(read_through=True, grouping_pending=0, probes_pending=1),  # within WAKE_SECONDS
+        SimpleNamespace(read_through=True, grouping_pending=0, probes_pending=0),
+    ]
+
+    class States:
+        reads = 0
+
+        def read(self) -> object:
+            self.reads += 1
+            return states[self.reads - 1]
+
+    woken: list[tuple[int, str]] = []
+    reader = States()
+    watch(
+        cast(ProgressReader, reader),
+        cast(View, Silent()),
+        Recorded(),
+        until_done=True,
+        done=lambda snapshot: cast(Any, snapshot).probes_pending == 0,
+        wake=lambda loop: woken.append((reader.reads, loop)),
+    )
+    assert woken == [(2, "grouping"), (2, "probe")]
