@@ -550,7 +550,7 @@ def serve(
 ) -> None:
     """Run the coordinator: its HTTP API and its background loops (with a news server: the planner,
     prefetcher and corpus fill too)."""
-    from usenet_indexer.coordinator.http.network import ServeError, check_exposure
+    from usenet_indexer.coordinator.http.exposure import ServeError, check_exposure
     from usenet_indexer.coordinator.server import run_server
     from usenet_indexer.storage.blobs import BlobError
 
@@ -633,7 +633,7 @@ def run(
             "`run` serves its own workers over loopback: for HTTPS to other machines use `serve` with "
             "--tls-cert and --tls-key and `edge` workers, or a TLS proxy in front (docs/DEPLOY.md)"
         )
-    from usenet_indexer.coordinator.http.network import ServeError, check_exposure
+    from usenet_indexer.coordinator.http.exposure import ServeError, check_exposure
 
     try:
         check_exposure(settings)

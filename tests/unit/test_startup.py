@@ -36,6 +36,10 @@ import usenet_indexer.cli
 from usenet_indexer.logs import without_rich
 with without_rich():
     import usenet_indexer.local.run
+    # LocalRun._start_server's, once the loops are started
+    import uvicorn
+    import usenet_indexer.coordinator.http.app
+    import usenet_indexer.coordinator.http.network
 """
 
 # What no edge worker loads: the coordinator's web stack, its settings model, the command line, the

@@ -11,6 +11,7 @@ from usenet_indexer.coordinator.http.app import create_app
 from usenet_indexer.coordinator.http.network import http_config
 from usenet_indexer.coordinator.loops.background import background_loops
 from usenet_indexer.coordinator.wiring import Services
+from usenet_indexer.db.database import redacted
 from usenet_indexer.runtime import tune_gc, tune_malloc
 
 
@@ -37,14 +38,3 @@ def run_server(services: Services) -> None:
         asyncio.run(serve())
     finally:
         loops.stop()
-
-
-def redacted(url: str) -> str:
-    """A database URL fit for a log line: the password replaced."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    if parts.password:
-        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-        return urlunsplit(parts._replace(netloc=netloc))
-    return url

@@ -435,6 +435,18 @@ class SqliteDatabase(Database):
         self._local = threading.local()
 
 
+def redacted(url: str) -> str:
+    """A database URL fit for a log line: the password replaced (here, not with the server: `run` shows
+    it before it imports the web stack)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+        return urlunsplit(parts._replace(netloc=netloc))
+    return url
+
+
 def sqlite_path(url: str) -> str:
     parsed = urlparse(url)
     if parsed.scheme != "sqlite":

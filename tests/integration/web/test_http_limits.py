@@ -18,7 +18,7 @@ import pytest
 from tests.support.live import live_coordinator
 from tests.support.store import services_for
 from tests.support.store import test_settings as settings_for
-from usenet_indexer.coordinator.http.network import ServeError, check_exposure
+from usenet_indexer.coordinator.http.exposure import ServeError, check_exposure
 from usenet_indexer.coordinator.wiring import Services
 
 

@@ -18,7 +18,6 @@ request is held to whatever it claims about itself (issue 15).
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -27,7 +26,10 @@ import uvicorn
 from fastapi import HTTPException
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from usenet_indexer.coordinator.http.exposure import ServeError, check_exposure, is_loopback
 from usenet_indexer.settings import Settings
+
+__all__ = ["RequestLimits", "RequestRefused", "ServeError", "check_exposure", "http_config", "is_loopback"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -45,10 +47,6 @@ class RequestRefused(HTTPException):
 
     def __init__(self, status: int, detail: str) -> None:
         super().__init__(status, detail, headers={"Connection": "close"})
-
-
-class ServeError(ValueError):
-    """A server configuration that must not start (said why, and what to do)."""
 
 
 def body_cap(settings: Settings, method: str, path: str) -> int:
@@ -138,28 +136,6 @@ class HeaderDeadline(H11Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         super().connection_lost(exc)
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def check_exposure(settings: Settings) -> None:
-    """ServeError when the server would listen beyond loopback in plain HTTP, unless told so."""
-    tls = settings.tls_certfile is not None
-    if (settings.tls_certfile is None) != (settings.tls_keyfile is None):
-        raise ServeError("give both tls_certfile and tls_keyfile (--tls-cert and --tls-key), or neither")
-    if not is_loopback(settings.host) and not tls and not settings.insecure_http:
-        raise ServeError(
-            f"refusing to listen on {settings.host} in plain HTTP: node tokens, API keys and the admin "
-            "password would cross the network in clear. Give a certificate (--tls-cert, --tls-key), or, "
-            "behind a proxy that terminates TLS, say so with --insecure-http (docs/DEPLOY.md)"
-        )
 
 
 def http_config(app: Any, settings: Settings, *, port: int | None = None) -> uvicorn.Config:
