@@ -26,7 +26,7 @@ import zlib
 from usenet_indexer import runtime
 from usenet_indexer.indexing import sample
 from usenet_indexer.indexing.indexer import RangeIndexer
-from usenet_indexer.indexing.rules import default_rules
+from usenet_indexer.indexing.rules import RuleSet, default_rules
 
 GROUP = "alt.binaries.bench.reader"
 E2E_SEED = 17  # bench/e2e.py's SEED: the same plan, hence the same subjects
@@ -74,9 +74,16 @@ def chunks_of(lines: list[bytes], per_chunk: int) -> list[tuple[int, bytes]]:
     return out
 
 
+def worker_rules() -> RuleSet:
+    """The built-in rules as an edge worker has them: the coordinator's JSON read anew (edge/worker.py),
+    equal to default_rules() but new objects (issue 17: with them every new file took the Python
+    regexes, which a bench on default_rules() did not see)."""
+    return RuleSet.from_json(default_rules().to_json())
+
+
 def index_once(chunks: list[tuple[int, bytes]], first: int, last: int) -> tuple[float, float, int]:
     """CPU seconds of add_text and of take over the chunks, and the headers the batches held."""
-    indexer = RangeIndexer(GROUP, first, last, first, default_rules())
+    indexer = RangeIndexer(GROUP, first, last, first, worker_rules())
     adding = taking = 0.0
     headers = 0
     since = first
@@ -96,7 +103,7 @@ def index_once(chunks: list[tuple[int, bytes]], first: int, last: int) -> tuple[
 
 def read_once(subjects: list[str]) -> float:
     """CPU seconds of the rules reading each subject once."""
-    rules = default_rules()
+    rules = worker_rules()
     start = time.thread_time()
     for subject in subjects:
         rules.match(subject, GROUP)

@@ -245,6 +245,7 @@ class RangeIndexer:
         self._fields = (fmt.need, fmt.subject, fmt.poster, fmt.date, fmt.message_id, fmt.size)
         if self._speedups is not None and fmt.need > self._speedups.MAX_FIELDS:
             self._speedups = None  # an overview of that many fields is read by the Python loop
+        self._match = rules.matcher(group, native=self._speedups is not None)
         self._reset_batch()
 
     @property
@@ -572,16 +573,16 @@ class RangeIndexer:
     ) -> tuple[_FileInfo, int] | None:
         """Run the rules on a subject; remember the reading (part -1: read the part from the counter)."""
         text = subject.decode("utf-8", "replace")
-        m = self.rules.match(text, self.group, native=self._speedups is not None)
+        m = self._match(text)
         if m is None:
             self._by_subject[(subject, poster)] = None
             return None
         info = self._info(m, poster.decode("utf-8", "replace"))
         # The reading holds for every part when the rule's part number is the text after the last "(":
         # subjects of one file differ only there, and the fast loop reads it without the rules.
+        # (rfind's -1 with no "(" is rpartition's empty head: part_at 1 then, as it was.)
         if (
-            m.part_at >= 0
-            and m.part_at == len(text.rpartition("(")[0]) + 1
+            m.part_at == (text.rfind("(") + 1 or 1)
             and ps.isdigit()
             and int(ps) == m.part
             and ts.startswith(str(m.part_total).encode())
