@@ -382,7 +382,6 @@ class SqliteDatabase(Database):
         # WAL is a property of the file: set once, here, before threads race to set it (switching the
         # journal mode needs an exclusive lock, and a busy one fails at once instead of waiting).
         with closing(sqlite3.connect(self.path, timeout=60.0)) as conn:
-            conn.execute(SQLITE_NEW_FILE_PAGES)
             conn.execute("PRAGMA journal_mode=WAL")
             self.clock = clock if clock is not None else anchored_clock(conn)
 
@@ -455,15 +454,6 @@ class SqliteDatabase(Database):
                 conn.close()
             self._all.clear()
         self._local = threading.local()
-
-
-# A release's row is ~2.6 kB, its segment blob most of it (catalog/batch_store.py), so on 4 kB pages
-# each row filled a page of its own: SQLite wrote ~1.5 times the row's bytes to the WAL and began a
-# page per insert. On 16 kB pages six share one: a 1M-header run's two batches measured 21-27 → 18-20 µs
-# a release to insert and 8.2-8.5 → 4.7-5.0 to commit (issue 17, i17-store; docs/PERFORMANCE.md).
-# Run first on a new file's connection (SqliteDatabase, migrations/env.py): SQLite fixes the page size
-# when the file's first table is made, and an existing file (WAL mode cannot change it) keeps its own.
-SQLITE_NEW_FILE_PAGES = "PRAGMA page_size=16384"
 
 
 def sqlite_path(url: str) -> str:

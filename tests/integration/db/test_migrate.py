@@ -91,27 +91,3 @@ def test_releases_inserted_past_the_search_index_are_indexed_by_0015(tmp_path: P
         conn.execute("INSERT INTO releases_fts (releases_fts, rank) VALUES ('integrity-check', 1)")
     conn.close()
     assert found == (1,)
-
-
-@pytest.mark.parametrize("first", ["migrations", "connection"])
-def test_a_new_sqlite_file_has_16_kb_pages_and_an_old_one_keeps_its_own(tmp_path: Path, first: str) -> None:
-    # A release's ~2.6 kB row filled a 4 kB page of its own (db/database.py SQLITE_NEW_FILE_PAGES).
-    from usenet_indexer.db import connect
-
-    def page_size(path: Path) -> int:
-        with sqlite3.connect(path) as conn:
-            return int(conn.execute("PRAGMA page_size").fetchone()[0])
-
-    url = f"sqlite:///{tmp_path / 'new.db'}"
-    if first == "connection":
-        connect(url).close()
-    upgrade(url)
-    assert page_size(tmp_path / "new.db") == 16384
-    with sqlite3.connect(tmp_path / "old.db") as conn:
-        conn.execute("CREATE TABLE made_before (x)")
-    conn.close()
-    url = f"sqlite:///{tmp_path / 'old.db'}"
-    connect(url).close()
-    upgrade(url)
-    assert page_size(tmp_path / "old.db") == 4096
-    assert stored_revision(url) == head_revision()

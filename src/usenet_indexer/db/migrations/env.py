@@ -5,8 +5,6 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine, pool, text
 
-from usenet_indexer.db.database import SQLITE_NEW_FILE_PAGES
-
 # Two coordinators starting at once both upgrade: on PostgreSQL the second waits on this lock and then
 # finds nothing left to do. (SQLite serializes writers by itself.)
 MIGRATION_LOCK = 7_274_611_190
@@ -20,10 +18,6 @@ def run_migrations_online() -> None:
         postgres = connection.dialect.name == "postgresql"
         if postgres:
             connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": MIGRATION_LOCK})
-            connection.commit()
-        else:
-            connection.exec_driver_sql(SQLITE_NEW_FILE_PAGES)
-            # The PRAGMA began a transaction: ended here, or the migrations ran inside it, uncommitted.
             connection.commit()
         try:
             context.configure(connection=connection, target_metadata=None, render_as_batch=not postgres)
