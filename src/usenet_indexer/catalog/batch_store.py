@@ -142,10 +142,10 @@ Posted = tuple[bytes, Category | None]
 
 
 def _aliased(
-    tx: Tx, fragments: dict[str, ReleaseFragment], packed: dict[str, Posted]
+    fragments: dict[str, ReleaseFragment], packed: dict[str, Posted], aliases: Mapping[str, str]
 ) -> tuple[dict[str, ReleaseFragment], dict[str, Posted]]:
-    """``fragments`` with every aliased key replaced by its release's (merged where several meet)."""
-    aliases = _aliases(tx, list(fragments))
+    """``fragments`` with every key in ``aliases`` replaced by its release's (merged where several
+    meet)."""
     if not aliases:
         return fragments, packed
     out: dict[str, ReleaseFragment] = {}
@@ -266,7 +266,9 @@ def store_batch(
             packed[fragment.key] = (blobs[index], categories[index] if index < len(categories) else None)
         else:
             packed.pop(fragment.key, None)
-    fragments, packed = _aliased(tx, fragments, packed)
+    looked = set(fragments)
+    aliases = _aliases(tx, list(looked))
+    fragments, packed = _aliased(fragments, packed, aliases)
     existing: dict[str, Row] = {}
     keys = sorted(fragments)  # sorted: row locks always taken in one order, never a deadlock
     for at in range(0, len(keys), KEYS_PER_QUERY):
@@ -288,7 +290,10 @@ def store_batch(
             updates.append({**release_row(merged, group), "id": stored["id"]})
     insert_releases(tx, inserts)
     tx.executemany("release_update", updates)
-    moved = _aliases(tx, [c.key for c in batch.candidates]) if batch.candidates else {}
+    # A candidate's key is its fragment's, looked up above (nothing in this transaction writes an
+    # alias): a second query for the same keys, after the inserts, cost a round trip on PostgreSQL.
+    others = [c.key for c in batch.candidates if c.key not in looked]
+    moved = {**aliases, **_aliases(tx, others)} if others else aliases
     tx.executemany(
         "probe_enqueue",
         [

@@ -4,6 +4,8 @@ equals one uninterrupted run's."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tests.support.generated import expected_catalog, posting, summary
 from tests.support.store import insert_group
 from tests.unit.indexing.test_wire_batch import assemble, split
@@ -353,3 +355,29 @@ def test_two_groups_batches_of_a_new_cross_post_never_both_insert_it(db: Databas
         mid for row in rows for f in unpack_segments(bytes(row["segments"])) for mid in f.message_id_list()
     ]
     assert sorted(ids_stored) == sorted(a.message_id for a in post.articles)
+
+
+def test_a_candidate_of_a_joined_key_is_queued_under_its_release(db: Database) -> None:
+    """A probe candidate whose key was joined into another release (catalog/grouping.py) is queued
+    under that release's key, whether a fragment of the batch has its key (looked up once for both,
+    i17-store) or none does (looked up on its own)."""
+    wire = decode_batch(posted_batches(batch_articles=10**9)[0][0])
+    candidate = wire.batch.candidates[0]
+    foreign = replace(candidate, key="a-key-no-fragment-has")
+    batch = replace(wire.batch, candidates=(*wire.batch.candidates, foreign))
+    assert foreign.key not in {f.key for f in batch.fragments}
+    add_group(db)
+    with db.transaction() as tx:
+        for member, release in ((candidate.key, "joined-release"), (foreign.key, "another-release")):
+            tx.execute("release_alias_insert", {"member_key": member, "release_key": release})
+    with db.transaction() as tx:
+        group_id = int(tx.run("group_by_name", {"name": GROUP})[0]["id"])
+        store_batch(tx, group_id, GROUP, batch, wire.blobs, wire.categories)
+    with db.transaction(write=False) as tx:
+        queued = {str(row["release_key"]) for row in tx.sql("SELECT release_key FROM probe_queue")}
+        stored = {str(row["key"]) for row in tx.sql("SELECT key FROM releases")}
+    assert {"joined-release", "another-release"} <= queued
+    assert candidate.key not in queued and foreign.key not in queued
+    assert "joined-release" in stored and candidate.key not in stored
+    others = {c.key for c in wire.batch.candidates[1:]} - {candidate.key}
+    assert others <= queued

@@ -77,3 +77,30 @@ def test_an_error_in_a_queued_statement_still_fails_the_transaction(db: Database
         duplicate_behind_an_update()
     with db.transaction(write=False) as tx:
         assert tx.run("group_by_name", {"name": "a.b.c"})[0]["error"] is None
+
+
+# Keys as a batch's may not be, and the characters an array's text gives a meaning to.
+AWKWARD_KEYS = ["plain", 'a "quoted" key', "back\\slash", "a,b", "{brace}", "NULL", "", " spaced ", "ünï"]
+
+
+def test_a_list_parameter_finds_every_key_as_sent(db: Database) -> None:
+    # PostgreSQL reads tx.array's list as an array's text (db/database.py array_literal, i17-store).
+    with db.transaction() as tx:
+        for at, key in enumerate(AWKWARD_KEYS):
+            tx.execute("release_alias_insert", {"member_key": key, "release_key": f"r{at}"})
+    with db.transaction() as tx:
+        rows = tx.run("release_aliases_by_keys", {"keys": tx.array([*AWKWARD_KEYS, "absent", 'x"'])})
+        assert {row["member_key"]: row["release_key"] for row in rows} == {
+            key: f"r{at}" for at, key in enumerate(AWKWARD_KEYS)
+        }
+        assert tx.run("release_aliases_by_keys", {"keys": tx.array([])}) == []
+
+
+def test_a_list_parameter_of_integers_reads_back_as_sent(db: Database) -> None:
+    values = [0, -1, 2**31, 2**62]
+    unnest = {
+        "postgresql": "SELECT unnest(CAST(%(x)s AS bigint[])) AS v",
+        "sqlite": "SELECT value AS v FROM json_each(:x)",
+    }[db.dialect]
+    with db.transaction(write=False) as tx:
+        assert [row["v"] for row in tx.sql(unnest, {"x": tx.array(values)})] == values
