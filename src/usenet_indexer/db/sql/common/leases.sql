@@ -6,7 +6,7 @@
 -- overwritten (issue 14: a retired range back to 'leased'). No row: nothing granted.
 UPDATE ranges
 SET status = 'leased', node_id = :node_id, epoch = epoch + 1, attempts = attempts + 1,
-    leased_at = {now}, heartbeat_at = {now}, lane_epoch = :lane_epoch,
+    leased_at = {now}, heartbeat_at = {now}, lane_epoch = :lane_epoch, claim = :claim,
     rule_version = (SELECT COALESCE(MAX(version), 0) FROM rule_sets)
 WHERE id = :range_id AND epoch = :prev_epoch AND status = :prev_status AND next_id <= end_id
   AND (status = 'planned' OR (status = 'leased' AND heartbeat_at < {now} - :ttl))
