@@ -518,6 +518,7 @@ def grant(
             "granted_at": granted["granted_at"],
             "took_over": took_over,
             "lane_epoch": lane_epoch,
+            "claim": claim,
         },
     )
     return _lease({**granted, "group_name": group["name"], "took_over": took_over})

@@ -233,3 +233,24 @@ def test_an_old_worker_without_a_tag_is_granted_as_before(
     assert step is not None
     services.lanes.release(group_id, node, "history", lane.epoch)
     check_audit(services)
+
+
+def test_the_audit_sees_a_grant_made_under_a_tag_after_its_revoke(
+    services: Services, node: int, group_id: int
+) -> None:
+    """Audit 8 can fail: a grant logged under a revoked tag after the revoke (what the tag's lock
+    prevents) is reported."""
+    services.claims.revoke(node, DEAD)
+    granted = services.ranges.lease(node, SIBLING)
+    assert granted is not None
+    check_audit(services)
+    query(
+        services.db, "UPDATE lease_log SET claim = :c WHERE range_id = :r", {"c": DEAD, "r": granted.range_id}
+    )
+    report = audit(services.db, ttl=TTL, max_per_group=services.settings.max_leases_per_group)
+    assert [p for p in report.problems if "under claim" in p] == [
+        f"range {granted.range_id} epoch {granted.epoch} granted to node {node} at "
+        f"{float(query(services.db, 'SELECT granted_at FROM lease_log')[0]['granted_at']):.3f} "
+        f"under claim {DEAD}, revoked at "
+        f"{float(query(services.db, 'SELECT revoked_at FROM claims_revoked')[0]['revoked_at']):.3f}"
+    ]

@@ -6,7 +6,8 @@ the answer unread, its file names the tag, and its supervisor revokes it: from t
 made under that tag, and what was granted under it is given back, fenced by node, epoch and tag.
 
 - ``ranges.claim``, ``group_leases.claim``: the tag the current grant was asked under (NULL: a worker
-  that sends none; such a grant is never found by a tag).
+  that sends none; such a grant is never found by a tag). ``lease_log.claim``, ``lane_log.claim``: the
+  same for every grant, for the audit (no grant under a tag after its revoke: leases/audit.py, 8).
 - ``claims_revoked``: the tags a supervisor revoked, per node. A grant asked under one is refused. On
   PostgreSQL a grant and a revoke of one tag are serialized by a transaction-level advisory lock on
   the tag, taken before either looks at this table: a grant in flight when the revoke comes is
@@ -29,10 +30,12 @@ down_revision = "0017"
 branch_labels = None
 depends_on = None
 
+TABLES = ("ranges", "group_leases", "lease_log", "lane_log")
+
 
 def upgrade() -> None:
-    op.add_column("ranges", sa.Column("claim", sa.Text(), nullable=True))
-    op.add_column("group_leases", sa.Column("claim", sa.Text(), nullable=True))
+    for table in TABLES:
+        op.add_column(table, sa.Column("claim", sa.Text(), nullable=True))
     op.create_table(
         "claims_revoked",
         sa.Column("node_id", sa.BigInteger(), nullable=False),
@@ -54,6 +57,6 @@ def downgrade() -> None:
         op.execute("DROP FUNCTION lease_take(bigint, float8, int, boolean, text)")
         op.execute(function_sql("lease_take", 2))
     op.drop_table("claims_revoked")
-    for table in ("group_leases", "ranges"):
+    for table in TABLES:
         with op.batch_alter_table(table) as batch:
             batch.drop_column("claim")

@@ -89,8 +89,8 @@ INSERT INTO snapshot_log (group_id, lane, epoch, node_id, next, size, location, 
 VALUES (:group_id, :lane, :epoch, :node_id, :next, :size, :location, :recorded_at, :lease_expires_at)
 
 -- name: lane_log_grant
-INSERT INTO lane_log (group_id, lane, epoch, node_id, granted_at, took_over)
-VALUES (:group_id, :lane, :epoch, :node_id, :granted_at, :took_over)
+INSERT INTO lane_log (group_id, lane, epoch, node_id, granted_at, took_over, claim)
+VALUES (:group_id, :lane, :epoch, :node_id, :granted_at, :took_over, :claim)
 
 -- name: lane_log_end
 UPDATE lane_log SET ended_at = :ended_at, end_reason = :reason

@@ -21,8 +21,8 @@ UPDATE nodes SET last_seen_at = {now}
 WHERE id = :node_id AND (last_seen_at IS NULL OR last_seen_at < {now} - 5)
 
 -- name: lease_log_grant
-INSERT INTO lease_log (range_id, group_id, epoch, node_id, granted_at, took_over, lane_epoch)
-VALUES (:range_id, :group_id, :epoch, :node_id, :granted_at, :took_over, :lane_epoch)
+INSERT INTO lease_log (range_id, group_id, epoch, node_id, granted_at, took_over, lane_epoch, claim)
+VALUES (:range_id, :group_id, :epoch, :node_id, :granted_at, :took_over, :lane_epoch, :claim)
 
 -- name: lease_log_end
 UPDATE lease_log SET ended_at = :ended_at, end_reason = :reason

@@ -99,7 +99,7 @@ CREATE TABLE lane_log (
 	granted_at DOUBLE NOT NULL, 
 	took_over BOOLEAN NOT NULL, 
 	ended_at DOUBLE, 
-	end_reason TEXT, 
+	end_reason TEXT, claim TEXT, 
 	PRIMARY KEY (id), 
 	CONSTRAINT lane_log_once UNIQUE (group_id, lane, epoch), 
 	FOREIGN KEY(group_id) REFERENCES groups (id) ON DELETE CASCADE
@@ -122,7 +122,7 @@ CREATE TABLE lease_log (
 	granted_at DOUBLE NOT NULL, 
 	took_over BOOLEAN NOT NULL, 
 	ended_at DOUBLE, 
-	end_reason TEXT, lane_epoch BIGINT, 
+	end_reason TEXT, lane_epoch BIGINT, claim TEXT, 
 	PRIMARY KEY (id), 
 	CONSTRAINT lease_log_once UNIQUE (range_id, epoch), 
 	FOREIGN KEY(range_id) REFERENCES ranges (id) ON DELETE CASCADE

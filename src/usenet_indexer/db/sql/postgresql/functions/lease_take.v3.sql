@@ -102,8 +102,9 @@ BEGIN
           UPDATE lease_log l SET ended_at = v_pick.heartbeat_at + p_ttl, end_reason = 'expired'
           WHERE l.range_id = v_pick.id AND l.epoch = v_pick.epoch AND l.ended_at IS NULL;
         END IF;
-        INSERT INTO lease_log (range_id, group_id, epoch, node_id, granted_at, took_over)
-        VALUES (v_granted.id, v_granted.group_id, v_granted.epoch, p_node, v_now, v_pick.status = 'leased');
+        INSERT INTO lease_log (range_id, group_id, epoch, node_id, granted_at, took_over, claim)
+        VALUES (v_granted.id, v_granted.group_id, v_granted.epoch, p_node, v_now, v_pick.status = 'leased',
+                p_claim);
         RETURN QUERY
           SELECT v_granted.id, v_granted.group_id, g.name, v_granted.start_id, v_granted.end_id,
                  v_granted.next_id, v_granted.epoch, v_granted.priority, v_granted.rule_version,
