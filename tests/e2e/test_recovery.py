@@ -10,8 +10,10 @@ given back, never its sibling's.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import random
 import signal
 import time
 from pathlib import Path
@@ -56,6 +58,38 @@ def held_by(pid: int) -> set[tuple[int, int]]:
     except (OSError, ValueError):
         return set()
     return {(int(r), int(e)) for r, e in body["ranges"]}
+
+
+def kill_asking(db: Database, supervisor: int, slot: int, timeout: float = 60) -> tuple[str, bool]:
+    """SIGKILL the supervisor's ``slot`` child the moment its file names a claim tag (a lease request
+    sent, its answer not read), then wait until nothing is left leased under that tag: the grant, if
+    it landed, given back by the supervisor (never after the TTL). The tag, and whether a grant
+    landed under it."""
+    deadline = time.monotonic() + timeout
+    pid = child(supervisor, slot)
+    path = environment(pid).get("EDGE_HELD_FILE") if pid is not None else None
+    assert pid is not None and path, "no worker in the slot"
+    claims: list[str] = []
+    while not claims:  # read often: a request is answered in milliseconds
+        assert time.monotonic() < deadline, "the worker never asked for a lease"
+        with contextlib.suppress(OSError, ValueError):
+            claims = json.loads(Path(path).read_bytes()).get("claims", [])
+    # A few milliseconds for the request to reach the coordinator (killed at once, it never did);
+    # the answer may have been read meanwhile: then its lease is in the file, given back as such.
+    time.sleep(random.uniform(0.002, 0.008))
+    os.kill(pid, signal.SIGKILL)
+    killed_at = time.monotonic()
+    (claim,) = claims
+    rows: list[dict[str, object]] = []
+    while time.monotonic() - killed_at < PROMPT_SECONDS:
+        rows = query(db, "SELECT id, epoch, status FROM ranges WHERE claim = :c", {"c": claim})
+        if all(r["status"] != "leased" for r in rows):
+            break
+        time.sleep(0.02)
+    assert all(r["status"] != "leased" for r in rows), f"a grant under {claim} still held: {rows}"
+    for r in rows:  # granted after all: given back, not expired
+        assert lease_end(db, int(str(r["id"])), int(str(r["epoch"]))) == "reclaimed"
+    return claim, bool(rows)
 
 
 def lease_end(db: Database, range_id: int, epoch: int) -> str | None:
@@ -308,6 +342,10 @@ def test_a_child_killed_under_edge_processes_gives_back_only_its_own_leases(
             "the released range to be leased again",
         )
         spool_held(services, held)
+        # Killed again while asking for its next lease: a grant it never read is given back by its
+        # tag (or never made), not held for the TTL beside the sibling's leases on the same node.
+        _, landed = kill_asking(services.db, edge.process.pid, slot=1)
+        print(f"killed while asking: a grant landed under its tag: {landed}")
         wait_for(
             lambda: (
                 int(query(services.db, "SELECT count(*) AS n FROM ranges WHERE status = 'done'")[0]["n"])

@@ -12,6 +12,7 @@ from usenet_indexer.coordinator.registries.nodes import Nodes
 from usenet_indexer.coordinator.registries.rules import RuleStore
 from usenet_indexer.coordinator.registries.users import Users
 from usenet_indexer.db import Database, connect, upgrade
+from usenet_indexer.leases.claims import Claims
 from usenet_indexer.leases.groups import GroupLeases
 from usenet_indexer.leases.planning import PlanSizes
 from usenet_indexer.leases.ranges import RangeLeases
@@ -29,6 +30,7 @@ class Services:
     space: CatalogSpace
     ranges: RangeLeases
     lanes: GroupLeases
+    claims: Claims
     nodes: Nodes
     groups: Groups
     rules: RuleStore
@@ -99,6 +101,7 @@ def open_services(settings: Settings, *, migrate: bool = True, max_connections: 
         space=space,
         ranges=ranges,
         lanes=GroupLeases(db, ranges),
+        claims=Claims(db, ttl_seconds=settings.lease_ttl_seconds),
         nodes=Nodes(db),
         groups=Groups(db, sizes),
         rules=rules,

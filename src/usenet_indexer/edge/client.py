@@ -7,6 +7,8 @@ retried: the worker stops that range at once.
 Under a supervisor the client records every lease it is granted in the worker's held-leases file
 (edge/held.py) before handing it over, and removes it once it ended (finished, released, reported
 corrupt, or refused as lost), so that the supervisor can give back exactly these if the worker dies.
+Every lease request carries a claim tag written to that file before it is sent, so that a grant
+whose answer the worker never read is given back too (leases/claims.py).
 """
 
 from __future__ import annotations
@@ -153,13 +155,32 @@ class NodeClient:
     # -- calls ------------------------------------------------------------------------------------
 
     def lease(self) -> Lease | None:
-        response = self.request("POST", "lease")
-        return None if response.status_code == 204 else self._holding(Lease.from_json(response.json()))
+        return self._lease_range("lease", {})
 
-    def _holding(self, lease: Lease) -> Lease:
+    def _lease_range(self, path: str, params: dict[str, int | str]) -> Lease | None:
+        """A range lease asked for under a claim tag written ahead (when supervised)."""
+        claim = self.held.claim() if self.held is not None else None
+        try:
+            response = self.request("POST", path, params=_claimed(params, claim))
+            if response.status_code == 204:
+                self._unclaimed(claim)
+                return None
+            lease = Lease.from_json(response.json())
+        except BaseException:
+            self._unclaimed(claim)  # a grant whose answer was lost lapses after the TTL, as before
+            raise
         if self.held is not None:
-            self.held.hold_range(lease.range_id, lease.epoch)
+            self.held.hold_range(lease.range_id, lease.epoch, claim)
         return lease
+
+    def _unclaimed(self, claim: str | None) -> None:
+        if self.held is not None:
+            self.held.drop_claim(claim)
+
+    def revoke_claim(self, claim: str) -> Held:
+        """For a supervisor: no grant under ``claim`` any more; what was granted under it (the node's
+        live leases, to give back with the tag)."""
+        return decode_held(self.request("POST", f"claims/{claim}/revoke").content)
 
     def node_leases(self) -> Held:
         """This node's live leases (the coordinator's view, in the held-leases format)."""
@@ -213,9 +234,12 @@ class NodeClient:
         result: dict[str, Any] = response.json()
         return result
 
-    def call(self, range_id: int, epoch: int, action: str, *, reclaim: bool = False) -> dict[str, Any]:
-        """heartbeat, finish or release (``reclaim``: on behalf of a worker that died)."""
-        params: dict[str, int | str] = {"epoch": epoch}
+    def call(
+        self, range_id: int, epoch: int, action: str, *, reclaim: bool = False, claim: str | None = None
+    ) -> dict[str, Any]:
+        """heartbeat, finish or release (``reclaim``: on behalf of a worker that died; ``claim``: only a
+        lease granted under that tag)."""
+        params: dict[str, int | str] = _claimed({"epoch": epoch}, claim)
         if reclaim:
             params["reclaim"] = "true"
         try:
@@ -250,21 +274,37 @@ class NodeClient:
     # -- group lanes ------------------------------------------------------------------------------
 
     def lease_group(self, lane: str) -> dict[str, Any] | None:
-        response = self.request("POST", "groups/lease", params={"lane": lane})
-        if response.status_code == 204:
-            return None
-        granted = dict(response.json())
+        claim = self.held.claim() if self.held is not None else None
+        try:
+            response = self.request("POST", "groups/lease", params=_claimed({"lane": lane}, claim))
+            if response.status_code == 204:
+                self._unclaimed(claim)
+                return None
+            granted = dict(response.json())
+            group_id, epoch = int(granted["group"]["id"]), int(granted["group"]["epoch"])
+        except BaseException:
+            self._unclaimed(claim)
+            raise
         if self.held is not None:
-            self.held.hold_lane(int(granted["group"]["id"]), lane, int(granted["group"]["epoch"]))
+            self.held.hold_lane(group_id, lane, epoch, claim)
         return granted
 
     def next_range(self, group_id: int, lane: str, epoch: int) -> Lease | None:
-        response = self.request("POST", f"groups/{group_id}/next", params={"lane": lane, "epoch": epoch})
-        return None if response.status_code == 204 else self._holding(Lease.from_json(response.json()))
+        return self._lease_range(f"groups/{group_id}/next", {"lane": lane, "epoch": epoch})
 
-    def group_call(self, group_id: int, lane: str, epoch: int, action: str, *, reclaim: bool = False) -> None:
-        """heartbeat or release of a lane (``reclaim``: on behalf of a worker that died)."""
-        params: dict[str, int | str] = {"lane": lane, "epoch": epoch}
+    def group_call(
+        self,
+        group_id: int,
+        lane: str,
+        epoch: int,
+        action: str,
+        *,
+        reclaim: bool = False,
+        claim: str | None = None,
+    ) -> None:
+        """heartbeat or release of a lane (``reclaim``: on behalf of a worker that died; ``claim``: only
+        a lane granted under that tag)."""
+        params: dict[str, int | str] = _claimed({"lane": lane, "epoch": epoch}, claim)
         if reclaim:
             params["reclaim"] = "true"
         try:
@@ -310,6 +350,12 @@ class NodeClient:
             content=body,
             headers={"Content-Type": BATCH_MEDIA_TYPE},
         )
+
+
+def _claimed(params: dict[str, int | str], claim: str | None) -> dict[str, int | str]:
+    """``params`` with the claim tag, when there is one (a coordinator before migration 0018 ignores
+    it; one after grants without a tag as before)."""
+    return params if claim is None else {**params, "claim": claim}
 
 
 def _reason(response: httpx.Response) -> str:

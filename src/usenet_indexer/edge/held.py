@@ -12,16 +12,22 @@ statement: an entry that is stale (the lease ended, or was taken over) is refuse
 
 The file is replaced whole (a temporary file renamed over it), so a reader sees one state or the
 next, never half of one. It is not fsync'd: it must survive its writer's death, not the machine's (the
-supervisor dies with the machine too). What it cannot name: a lease the coordinator granted whose
-answer the worker had not read yet when it died (the bench's first kill, 0.1 s after a grant, found
-one). Under ``run`` each worker's node is its own, so the supervisor also gives back every live lease
-of that node (``GET leases``); under ``edge --processes`` the node is shared, and that one still waits
-out the TTL.
+supervisor dies with the machine too, and the next one reads a new directory); an fsync would cost
+every lease request a flush (measured below in docs/RELIABILITY.md) for nothing.
+
+A lease the coordinator granted whose answer the worker had not read yet when it died cannot be named
+by (range, epoch) (the bench's first kill, 0.1 s after a grant, found one), so before each lease
+request the worker writes a random **claim tag** here and sends it with the request; the grant records
+it, and the tag is replaced by the lease in one write once the answer is read (or dropped: no grant,
+or the request failed). The supervisor of a worker that died revokes the tags its file names, and
+gives back what was granted under them (leases/claims.py): under ``edge --processes`` too, where the
+node is shared and such a grant used to wait out the TTL.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +48,7 @@ class HeldFile:
     path: Path
     _ranges: set[tuple[int, int]] = field(default_factory=set)
     _lanes: set[tuple[int, str, int]] = field(default_factory=set)
+    _claims: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -52,9 +59,26 @@ class HeldFile:
         path = os.environ.get(HELD_FILE_VARIABLE, "").strip()
         return cls(Path(path)) if path else None
 
-    def hold_range(self, range_id: int, epoch: int) -> None:
+    def claim(self) -> str:
+        """A new claim tag, written here before the lease request that carries it is sent."""
+        tag = secrets.token_hex(16)
+        with self._lock:
+            self._claims.add(tag)
+            self._write()
+        return tag
+
+    def drop_claim(self, claim: str | None) -> None:
+        """The request under ``claim`` was answered with no grant, or failed."""
+        with self._lock:
+            if claim in self._claims:
+                self._claims.discard(claim)
+                self._write()
+
+    def hold_range(self, range_id: int, epoch: int, claim: str | None = None) -> None:
+        """The range granted (under ``claim``, which it replaces in the same write)."""
         with self._lock:
             self._ranges.add((range_id, epoch))
+            self._claims.discard(claim or "")
             self._write()
 
     def drop_range(self, range_id: int, epoch: int) -> None:
@@ -63,9 +87,10 @@ class HeldFile:
                 self._ranges.discard((range_id, epoch))
                 self._write()
 
-    def hold_lane(self, group_id: int, lane: str, epoch: int) -> None:
+    def hold_lane(self, group_id: int, lane: str, epoch: int, claim: str | None = None) -> None:
         with self._lock:
             self._lanes.add((group_id, lane, epoch))
+            self._claims.discard(claim or "")
             self._write()
 
     def drop_lane(self, group_id: int, lane: str, epoch: int) -> None:
@@ -75,7 +100,7 @@ class HeldFile:
                 self._write()
 
     def _write(self) -> None:
-        data = Held(frozenset(self._ranges), frozenset(self._lanes)).encode()
+        data = Held(frozenset(self._ranges), frozenset(self._lanes), frozenset(self._claims)).encode()
         temporary = self.path.with_name(f".{self.path.name}.tmp")
         temporary.write_bytes(data)
         os.replace(temporary, self.path)

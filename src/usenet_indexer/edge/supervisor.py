@@ -13,7 +13,10 @@ A child that dies (issue 17): its leases are given back on its behalf as soon as
 exactly those its held-leases file names (edge/held.py), never "everything of this node", which
 under ``edge --processes`` would take its siblings' — and it is restarted at once; one that keeps
 dying waits longer each time. Before, its leases waited out the TTL and the restart waited 10 s: two
-``kill -9`` of a worker made a one-million-header ``run`` take 150 s instead of 11.
+``kill -9`` of a worker made a one-million-header ``run`` take 150 s instead of 11. A grant whose
+answer it had not read is found by the claim tag its file names for that request: the tag is revoked
+and what was granted under it given back (leases/claims.py); under ``edge --processes`` such a grant
+used to wait out the TTL (120 s by default).
 """
 
 from __future__ import annotations
@@ -126,14 +129,16 @@ def supervise(
             if reclaiming is None:
                 return
             with reclaiming as client:
-                if own_nodes:
-                    held = held | node_leases(client)
-                if not held:
-                    return
                 given = give_back(client, held)
+                for claim in sorted(held.claims):  # grants it asked for and never read
+                    given += give_back(client, claimed(client, claim), claim=claim)
+                if own_nodes:  # whatever else the node holds is this child's too
+                    given += give_back(client, node_leases(client))
         except Exception as error:  # the supervisor goes on: the leases lapse after the TTL
             log.error("edge.give_back_failed", slot=slot, error=f"{type(error).__name__}: {error}")
             return
+        if given == GivenBack():
+            return  # it held nothing
         log.warning(
             "edge.leases_given_back",
             slot=slot,
@@ -223,6 +228,16 @@ def node_leases(client: NodeClient) -> Held:
         return Held()
 
 
+def claimed(client: NodeClient, claim: str) -> Held:
+    """``claim`` revoked, and the node's live leases granted under it (nothing when the coordinator
+    cannot say: then they lapse after the TTL, as before)."""
+    try:
+        return client.revoke_claim(claim)
+    except (ApiError, OSError, HeldFileError) as error:
+        log.warning("edge.claim_revoke_failed", claim=claim, error=str(error))
+        return Held()
+
+
 @dataclass(frozen=True, slots=True)
 class GivenBack:
     released: int = 0
@@ -231,16 +246,28 @@ class GivenBack:
     refused: int = 0
     failed: int = 0
 
+    def __add__(self, other: GivenBack) -> GivenBack:
+        return GivenBack(
+            self.released + other.released,
+            self.finished + other.finished,
+            self.lanes + other.lanes,
+            self.refused + other.refused,
+            self.failed + other.failed,
+        )
 
-def give_back(client: NodeClient, held: Held) -> GivenBack:
+
+def give_back(client: NodeClient, held: Held, *, claim: str | None = None) -> GivenBack:
     """Give back ``held`` on a dead worker's behalf: its ranges first (a lane's next holder waits while
-    the lane's range is held), then its lanes. A release the coordinator refuses (409: the lease ended
-    or was taken over meanwhile) changes nothing; one that fails (the coordinator away) leaves the
-    lease to lapse after the TTL, as before."""
+    the lane's range is held), then its lanes; with ``claim``, each only if granted under that tag. A
+    release the coordinator refuses (409: the lease ended or was taken over meanwhile) changes
+    nothing; one that fails (the coordinator away) leaves the lease to lapse after the TTL, as
+    before."""
     released = finished = lanes = refused = failed = 0
     for range_id, epoch in sorted(held.ranges):
         try:
-            outcome = client.call(range_id, epoch, "release", reclaim=True).get("outcome", "released")
+            outcome = client.call(range_id, epoch, "release", reclaim=True, claim=claim).get(
+                "outcome", "released"
+            )
         except LeaseLost as lost:
             refused += 1
             log.info("edge.give_back_refused", range=range_id, epoch=epoch, reason=lost.reason)
@@ -255,7 +282,7 @@ def give_back(client: NodeClient, held: Held) -> GivenBack:
             released += 1
     for group_id, lane, epoch in sorted(held.lanes):
         try:
-            client.group_call(group_id, lane, epoch, "release", reclaim=True)
+            client.group_call(group_id, lane, epoch, "release", reclaim=True, claim=claim)
             lanes += 1
         except LeaseLost as lost:
             refused += 1

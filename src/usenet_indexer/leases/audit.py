@@ -14,6 +14,8 @@
 7. A lane's snapshot chain has no hole: every batch of a range granted through a lane was preceded by
    that lane holder's snapshot standing at the batch's end + 1, which the lane's next holder resumes
    from (leases/groups.py, edge/lanes.py).
+8. No grant under a claim tag after its node revoked it (leases/claims.py): a dead worker's request
+   still in flight was granted before the revoke, where the supervisor finds it, or not at all.
 
 A lease is live from its grant until it ended (finished, released, failed) or its holder's last
 heartbeat plus the TTL (a lease silent that long is lost: see leases/ranges.py). Rows written before
@@ -55,6 +57,7 @@ def audit(db: Database, *, ttl: float, max_per_group: int) -> AuditReport:
         groups = tx.run("audit_groups")
         lanes = tx.run("audit_lanes")
         snapshots = tx.run("audit_snapshots")
+        claims = tx.run("audit_claims")
     report = AuditReport(
         leases=len(leases),
         batches=len(batches),
@@ -69,7 +72,18 @@ def audit(db: Database, *, ttl: float, max_per_group: int) -> AuditReport:
     _tiling(groups, ranges, report.problems)
     lane_intervals = _lanes(lanes, ttl, report.problems)
     _snapshots(snapshots, batches, lane_intervals, report.problems)
+    _claims(claims, report.problems)
     return report
+
+
+def _claims(grants: list[Row], problems: list[str]) -> None:
+    for grant in grants:
+        if float(grant["granted_at"]) > float(grant["revoked_at"]) + EPSILON:
+            problems.append(
+                f"{grant['kind']} {grant['what']} epoch {grant['epoch']} granted to node {grant['node_id']} "
+                f"at {float(grant['granted_at']):.3f} under claim {grant['claim']}, revoked at "
+                f"{float(grant['revoked_at']):.3f}"
+            )
 
 
 def _range_leases(

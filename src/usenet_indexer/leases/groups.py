@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from usenet_indexer.db import Database, Row, Tx
+from usenet_indexer.leases.claims import may_grant
 from usenet_indexer.leases.errors import LeaseLost
 from usenet_indexer.leases.explain import explain_lane
 from usenet_indexer.leases.ranges import LANES, Lane, RangeLease, RangeLeases, grant
@@ -60,12 +61,21 @@ class GroupLeases:
         self.ranges = ranges
         self.ttl = ranges.ttl
 
-    def lease(self, node_id: int, lane: str) -> GroupLease | None:
-        """A group with ranges left in ``lane`` and no live holder of it, claimed by compare-and-set."""
+    def lease(self, node_id: int, lane: str, claim: str | None = None) -> GroupLease | None:
+        """A group with ranges left in ``lane`` and no live holder of it, claimed by compare-and-set.
+        ``claim``: the tag the worker asked under (leases/claims.py)."""
         lane = check_lane(lane)
-        params = {"lane": lane, "history": lane == "history", "ttl": self.ttl, "node_id": node_id}
+        params = {
+            "lane": lane,
+            "history": lane == "history",
+            "ttl": self.ttl,
+            "node_id": node_id,
+            "claim": claim,
+        }
 
-        def claim(tx: Tx) -> GroupLease | None:
+        def take(tx: Tx) -> GroupLease | None:
+            if not may_grant(tx, node_id, claim):
+                return None
             for candidate in tx.run("group_lane_candidates", params):
                 key = {**params, "group_id": candidate["group_id"]}
                 # The group row serializes lane claims with range grants (see lease_take), which
@@ -101,7 +111,7 @@ class GroupLeases:
                 )
             return None
 
-        return self.db.retrying(claim)
+        return self.db.retrying(take)
 
     def held(self, tx: Tx, group_id: int, node_id: int, lane: Lane, epoch: int, *, lock: bool = True) -> Row:
         """The lane's row if ``node_id`` holds it at ``epoch`` (locked, unless ``lock=False`` for a
@@ -120,8 +130,11 @@ class GroupLeases:
         reason = explain_lane(row, group_id, lane, node_id, epoch, self.ttl)
         return LeaseLost(reason or f"group {group_id}'s {lane} lane: the write was refused")
 
-    def next(self, group_id: int, node_id: int, lane: str, epoch: int) -> RangeLease | None:
-        """The lane's next range in article order, leased to the lane's holder (None: nothing left now)."""
+    def next(
+        self, group_id: int, node_id: int, lane: str, epoch: int, claim: str | None = None
+    ) -> RangeLease | None:
+        """The lane's next range in article order, leased to the lane's holder (None: nothing left now).
+        ``claim``: the tag the worker asked under (leases/claims.py)."""
         lane = check_lane(lane)
         key = {
             "group_id": group_id,
@@ -133,6 +146,8 @@ class GroupLeases:
         }
 
         def take(tx: Tx) -> RangeLease | None:
+            if not may_grant(tx, node_id, claim):
+                return None
             tx.execute("group_for_update", key)
             self.held(tx, group_id, node_id, lane, epoch)
             if tx.one("group_lane_heartbeat", key) is None:
@@ -148,7 +163,7 @@ class GroupLeases:
             assert live is not None
             if int(live["n"]) >= self.ranges.max_per_group:
                 return None
-            lease = grant(tx, pick, node_id, self.ttl, lane_epoch=epoch)
+            lease = grant(tx, pick, node_id, self.ttl, lane_epoch=epoch, claim=claim)
             if lease is None:
                 return None  # changed since the pick: the worker asks again
             if tx.one("group_lane_current", {**key, "range_id": lease.range_id}) is None:
@@ -176,10 +191,27 @@ class GroupLeases:
             if tx.one("group_lane_heartbeat", key) is None:
                 raise self._refused(tx, group_id, node_id, lane, epoch)
 
-    def release(self, group_id: int, node_id: int, lane: str, epoch: int, *, reclaim: bool = False) -> None:
-        """The holder gives its lane up (``reclaim``: its supervisor, after the holder died; issue 17)."""
+    def release(
+        self,
+        group_id: int,
+        node_id: int,
+        lane: str,
+        epoch: int,
+        *,
+        reclaim: bool = False,
+        claim: str | None = None,
+    ) -> None:
+        """The holder gives its lane up (``reclaim``: its supervisor, after the holder died; issue 17;
+        ``claim``: only if granted under that tag, leases/claims.py)."""
         lane = check_lane(lane)
-        key = {"group_id": group_id, "lane": lane, "node_id": node_id, "epoch": epoch, "ttl": self.ttl}
+        key = {
+            "group_id": group_id,
+            "lane": lane,
+            "node_id": node_id,
+            "epoch": epoch,
+            "ttl": self.ttl,
+            "claim": claim,
+        }
         with self.db.transaction() as tx:
             self.held(tx, group_id, node_id, lane, epoch)
             released = tx.one("group_lane_release", key)

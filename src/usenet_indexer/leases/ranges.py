@@ -44,6 +44,7 @@ from typing import Any, Literal
 
 from usenet_indexer.db import Database, Row, Tx
 from usenet_indexer.db.database import Fence, retry_conflicts
+from usenet_indexer.leases.claims import may_grant
 from usenet_indexer.leases.errors import LeaseLost, RangeError, StaleBatch
 from usenet_indexer.leases.explain import explain_lane, explain_range
 
@@ -129,9 +130,12 @@ class RangeLeases:
 
     # -- granting -------------------------------------------------------------------------------
 
-    def lease(self, node_id: int) -> RangeLease | None:
+    def lease(self, node_id: int, claim: str | None = None) -> RangeLease | None:
+        """The next range for ``node_id``. ``claim``: the tag the worker asked under, recorded with the
+        grant; none is made under a tag its supervisor revoked (leases/claims.py)."""
         params = {
             "node_id": node_id,
+            "claim": claim,
             "ttl": self.ttl,
             "max_per_group": self.max_per_group,
             "history_allowed": bool(self.history_allowed()),
@@ -149,10 +153,13 @@ class RangeLeases:
             return _lease(rows[0]) if rows else None
 
         def take(tx: Tx) -> RangeLease | None:
+            if not may_grant(tx, node_id, claim):
+                return None
             pick = tx.one("lease_pick", params)
             if pick is None:
                 return None
-            return grant(tx, pick, node_id, self.ttl)  # under BEGIN IMMEDIATE the pick still holds
+            # Under BEGIN IMMEDIATE the pick still holds.
+            return grant(tx, pick, node_id, self.ttl, claim=claim)
 
         return self.db.retrying(take)
 
@@ -221,9 +228,13 @@ class RangeLeases:
             "post the batches up to the end first"
         )
 
-    def release(self, range_id: int, node_id: int, epoch: int, *, reclaim: bool = False) -> str:
+    def release(
+        self, range_id: int, node_id: int, epoch: int, *, reclaim: bool = False, claim: str | None = None
+    ) -> str:
         """A stopping worker gives its range back; the next one resumes at its last stored batch.
         ``reclaim``: given back by the supervisor of a worker that died (issue 17), logged as such.
+        ``claim``: only if the lease was granted under that tag (a grant the worker never read, its
+        tag revoked by the supervisor: leases/claims.py).
 
         A range read to its end is finished instead: planned past its end, nothing would lease or
         finish it again (a worker killed between its last batch and its finish, given back on its
@@ -231,7 +242,14 @@ class RangeLeases:
         on the same lease: a resume point only grows, so no batch in between can make either wrong.
         Returns ``released`` or ``finished``."""
         reason = "reclaimed" if reclaim else "released"
-        params = {"range_id": range_id, "node_id": node_id, "epoch": epoch, "ttl": self.ttl, "reason": reason}
+        params = {
+            "range_id": range_id,
+            "node_id": node_id,
+            "epoch": epoch,
+            "ttl": self.ttl,
+            "reason": reason,
+            "claim": claim,
+        }
 
         def follow_ups(tx: Tx, released: Row) -> None:
             end_lease(tx, range_id, epoch, float(released["now"]), reason)
@@ -241,6 +259,8 @@ class RangeLeases:
         row, why = self._why_not(params)
         if why is not None:
             raise LeaseLost(why)
+        if claim is not None and row["claim"] != claim:
+            raise LeaseLost(f"range {range_id}: epoch {epoch} was not granted under this claim tag")
         if int(row["next_id"]) > int(row["end_id"]):
             self.finish(range_id, node_id, epoch)
             return "finished"
@@ -450,7 +470,15 @@ class RangeLeases:
             )
 
 
-def grant(tx: Tx, pick: Row, node_id: int, ttl: float, lane_epoch: int | None = None) -> RangeLease | None:
+def grant(
+    tx: Tx,
+    pick: Row,
+    node_id: int,
+    ttl: float,
+    lane_epoch: int | None = None,
+    *,
+    claim: str | None = None,
+) -> RangeLease | None:
     """Lease the picked range to ``node_id`` (SQLite and group lanes; PostgreSQL's lease_take does
     the same in one statement): bump its epoch, the node's last seen, the lease log. None: the range
     changed since it was picked (the grant is conditional on what the pick saw)."""
@@ -460,6 +488,7 @@ def grant(tx: Tx, pick: Row, node_id: int, ttl: float, lane_epoch: int | None = 
             "range_id": pick["range_id"],
             "node_id": node_id,
             "lane_epoch": lane_epoch,
+            "claim": claim,
             "prev_epoch": pick["prev_epoch"],
             "prev_status": pick["prev_status"],
             "ttl": ttl,
@@ -489,6 +518,7 @@ def grant(tx: Tx, pick: Row, node_id: int, ttl: float, lane_epoch: int | None = 
             "granted_at": granted["granted_at"],
             "took_over": took_over,
             "lane_epoch": lane_epoch,
+            "claim": claim,
         },
     )
     return _lease({**granted, "group_name": group["name"], "took_over": took_over})

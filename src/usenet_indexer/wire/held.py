@@ -1,36 +1,48 @@
 """The held-leases format (issue 17): the leases one worker holds, as a supervised worker writes them
 to its file (edge/held.py) and as the node API lists a node's (``GET leases``). Pure: no I/O.
 
-    {"version": 1, "ranges": [[range, epoch], ...], "lanes": [[group, "history"|"tail", epoch], ...]}
+    {"version": 1, "ranges": [[range, epoch], ...], "lanes": [[group, "history"|"tail", epoch], ...],
+     "claims": ["<hex tag>", ...]}
+
+``claims`` (optional: a file without it names none): the claim tags of lease requests the worker sent
+and has not read the answer of yet (leases/claims.py), written before each request is sent.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 MAX_FILE_BYTES = 1 << 20  # a worker holds a handful of leases; anything bigger is not ours
+# A claim tag: 128 random bits in hex as a worker makes them (edge/held.py); 16 to 64 hex digits accepted.
+CLAIM_PATTERN = r"^[0-9a-f]{16,64}$"
+CLAIM = re.compile(CLAIM_PATTERN)
 
 
 @dataclass(frozen=True, slots=True)
 class Held:
-    """Leases one worker holds: ranges as (range, epoch), lanes as (group, lane, epoch)."""
+    """Leases one worker holds: ranges as (range, epoch), lanes as (group, lane, epoch); and the claim
+    tags of the requests whose answers it has not read."""
 
     ranges: frozenset[tuple[int, int]] = frozenset()
     lanes: frozenset[tuple[int, str, int]] = frozenset()
+    claims: frozenset[str] = frozenset()
 
     def __bool__(self) -> bool:
-        return bool(self.ranges or self.lanes)
+        return bool(self.ranges or self.lanes or self.claims)
 
     def __or__(self, other: Held) -> Held:
-        return Held(self.ranges | other.ranges, self.lanes | other.lanes)
+        return Held(self.ranges | other.ranges, self.lanes | other.lanes, self.claims | other.claims)
 
     def encode(self) -> bytes:
-        body = {
+        body: dict[str, object] = {
             "version": 1,
             "ranges": sorted([r, e] for r, e in self.ranges),
             "lanes": sorted([g, lane, e] for g, lane, e in self.lanes),
         }
+        if self.claims:
+            body["claims"] = sorted(self.claims)
         return json.dumps(body, separators=(",", ":")).encode()
 
 
@@ -67,7 +79,10 @@ def decode_held(data: bytes) -> Held:
         ):
             raise HeldFileError(f"a lane is [group, 'history' or 'tail', epoch], not {entry!r}")
         held_lanes.add((int(entry[0]), str(entry[1]), int(entry[2])))
-    return Held(frozenset(held_ranges), frozenset(held_lanes))
+    claims = body.get("claims", [])
+    if not isinstance(claims, list) or not all(isinstance(c, str) and CLAIM.fullmatch(c) for c in claims):
+        raise HeldFileError("claims must be a list of 16 to 64 lowercase hex digits")
+    return Held(frozenset(held_ranges), frozenset(held_lanes), frozenset(claims))
 
 
 def _positive(value: object) -> bool:

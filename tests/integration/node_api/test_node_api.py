@@ -109,6 +109,33 @@ def test_a_node_lists_its_live_leases_in_the_held_format(
     assert decode_held(client.get(f"{API}/leases", headers=auth).content) == Held()
 
 
+def test_a_grant_asked_under_a_claim_tag_is_found_by_its_revoke_and_given_back_only_with_it(
+    client: TestClient, services: Services, auth: dict[str, str]
+) -> None:
+    """For the supervisor of a worker that died before reading a grant (issue 17, leases/claims.py):
+    the tag is optional, checked, and revoked per node; a revoked tag is granted nothing."""
+    from usenet_indexer.wire.held import Held, decode_held
+
+    plan(services, high=2_999)
+    tag = "ab" * 16
+    response = client.post(f"{API}/lease", params={"claim": tag}, headers=auth)
+    claimed = response.json()["range"]
+    untagged = lease(client, auth)  # an older worker of the same node
+    assert client.post(f"{API}/lease", params={"claim": "NOT-HEX"}, headers=auth).status_code == 422
+    revoked = client.post(f"{API}/claims/{tag}/revoke", headers=auth)
+    assert decode_held(revoked.content) == Held(frozenset({(claimed["id"], claimed["epoch"])}))
+    assert client.post(f"{API}/claims/{tag}/revoke").status_code == 401
+    release = f"{API}/ranges/{untagged['id']}/release"
+    wrong = client.post(release, params={"epoch": untagged["epoch"], "claim": tag}, headers=auth)
+    assert wrong.status_code == 409
+    assert client.post(f"{API}/lease", params={"claim": tag}, headers=auth).status_code == 204
+    params = {"epoch": claimed["epoch"], "claim": tag, "reclaim": "true"}
+    given = client.post(f"{API}/ranges/{claimed['id']}/release", params=params, headers=auth)
+    assert given.json() == {"ok": True, "outcome": "released"}
+    other_node = services.nodes.add("edge-2")[0]
+    assert services.ranges.lease(other_node, tag) is not None  # revoked for its node only
+
+
 @pytest.mark.parametrize(
     ("path", "params"),
     [

@@ -19,6 +19,7 @@ helds = st.builds(
     Held,
     st.frozensets(st.tuples(ids, ids), max_size=8),
     st.frozensets(st.tuples(ids, st.sampled_from(["history", "tail"]), ids), max_size=4),
+    st.frozensets(st.from_regex(r"[0-9a-f]{16,64}", fullmatch=True), max_size=3),
 )
 
 
@@ -51,6 +52,9 @@ def test_any_bytes_are_a_held_file_or_a_clear_error(data: bytes) -> None:
         (b'{"version": 1, "ranges": [[1, true]], "lanes": []}', "positive integers"),
         (b'{"version": 1, "ranges": [[1, 1.5]], "lanes": []}', "positive integers"),
         (b'{"version": 1, "ranges": [], "lanes": [[1, "sideways", 1]]}', "history"),
+        (b'{"version": 1, "ranges": [], "lanes": [], "claims": "abc"}', "claims"),
+        (b'{"version": 1, "ranges": [], "lanes": [], "claims": ["XYZ0123456789abcdef"]}', "claims"),
+        (b'{"version": 1, "ranges": [], "lanes": [], "claims": ["0123"]}', "claims"),
         (b" " * (2 << 20), "cap"),
     ],
 )
@@ -74,6 +78,27 @@ def test_the_file_holds_what_is_held_now(tmp_path: Path) -> None:
     assert read_held(path) == Held(frozenset({(8, 1)}))
     assert read_held(tmp_path / "none.json") == Held()
     assert [p.name for p in tmp_path.iterdir()] == ["worker-1.json"]  # no temporary file left
+
+
+def test_a_claim_tag_is_written_before_its_request_and_replaced_by_its_lease_in_one_write(
+    tmp_path: Path,
+) -> None:
+    """A lease request's tag is in the file before the request is sent, so that a grant whose answer
+    never came is found by it (leases/claims.py); once the answer is read, the lease takes its place
+    in the same write (no state where the file names neither)."""
+    path = tmp_path / "worker-1.json"
+    held = HeldFile(path)
+    first, second = held.claim(), held.claim()
+    assert first != second and len(first) == 32
+    assert read_held(path) == Held(claims=frozenset({first, second}))
+    held.hold_range(7, 3, first)
+    assert read_held(path) == Held(frozenset({(7, 3)}), claims=frozenset({second}))
+    held.hold_lane(2, "tail", 4, second)
+    assert read_held(path) == Held(frozenset({(7, 3)}), frozenset({(2, "tail", 4)}))
+    third = held.claim()
+    held.drop_claim(third)  # answered with no grant, or failed
+    assert read_held(path) == Held(frozenset({(7, 3)}), frozenset({(2, "tail", 4)}))
+    assert b"claims" not in path.read_bytes()  # a file without tags reads as it did before them
 
 
 def test_threads_holding_and_dropping_at_once_leave_the_file_exact(tmp_path: Path) -> None:

@@ -35,7 +35,7 @@ from usenet_indexer.storage.blobs import BlobError, BlobTooLarge
 from usenet_indexer.storage.corpus import CorpusRange
 from usenet_indexer.wire.batch import BatchError, check_authority, decode_batch
 from usenet_indexer.wire.frames import STREAM_HEADER, encode_end, encode_frame_parts, encode_keepalive
-from usenet_indexer.wire.held import Held
+from usenet_indexer.wire.held import CLAIM_PATTERN, Held
 
 log = get_logger(__name__)
 
@@ -47,6 +47,14 @@ WindowAt = Annotated[int, Query(ge=1, le=MAX_ID, description="The article the wi
 Reclaim = Annotated[
     bool,
     Query(description="Given back by the supervisor of a worker that died (logged as 'reclaimed')"),
+]
+Claim = Annotated[
+    str | None,
+    Query(
+        pattern=CLAIM_PATTERN,
+        description="A tag the worker wrote into its held-leases file before asking (leases/claims.py); "
+        "optional: a worker that sends none is granted as before",
+    ),
 ]
 POLL_SECONDS = 0.5  # a waiting stream looks for its chunk this often at first …
 POLL_MAX_SECONDS = 2.0  # … and less often the longer it waits (500 waiting streams: 250 looks a second)
@@ -102,8 +110,8 @@ router = APIRouter(prefix="/api/v1/node", tags=["node"])
 
 
 @router.post("/lease", responses={204: {"description": "No range to lease now"}})
-def lease(node_id: Node, services: Svc, metrics: Meter) -> Any:
-    granted = services.ranges.lease(node_id)
+def lease(node_id: Node, services: Svc, metrics: Meter, claim: Claim = None) -> Any:
+    granted = services.ranges.lease(node_id, claim)
     if granted is None:
         return Response(status_code=204)
     metrics.leases.labels(took_over=str(granted.took_over).lower()).inc()
@@ -122,6 +130,17 @@ def leases(node_id: Node, services: Svc) -> Response:
     """The node's live leases, in the held-leases format (edge/held.py): for the supervisor of a
     worker that died, when the node was that worker's alone (issue 17)."""
     held = Held(frozenset(services.ranges.of_node(node_id)), frozenset(services.lanes.of_node(node_id)))
+    return Response(held.encode(), media_type="application/json")
+
+
+@router.post("/claims/{claim}/revoke")
+def revoke_claim(
+    claim: Annotated[str, Path(pattern=CLAIM_PATTERN)], node_id: Node, services: Svc
+) -> Response:
+    """No grant under ``claim`` from now on; the node's live leases granted under it, in the
+    held-leases format: for the supervisor of a worker that died before reading a grant's answer,
+    to give back with the tag (issue 17, leases/claims.py)."""
+    held = services.claims.revoke(node_id, claim)
     return Response(held.encode(), media_type="application/json")
 
 
@@ -193,10 +212,16 @@ def finish(range_id: Id, epoch: Epoch, node_id: Node, services: Svc) -> dict[str
 
 @router.post("/ranges/{range_id}/release")
 def release(
-    range_id: Id, epoch: Epoch, node_id: Node, services: Svc, reclaim: Reclaim = False
+    range_id: Id,
+    epoch: Epoch,
+    node_id: Node,
+    services: Svc,
+    reclaim: Reclaim = False,
+    claim: Claim = None,
 ) -> dict[str, Any]:
-    """Back to planned, or finished when read to its end (leases/ranges.py ``release``)."""
-    outcome = services.ranges.release(range_id, node_id, epoch, reclaim=reclaim)
+    """Back to planned, or finished when read to its end (leases/ranges.py ``release``); with
+    ``claim``, only a lease granted under that tag."""
+    outcome = services.ranges.release(range_id, node_id, epoch, reclaim=reclaim, claim=claim)
     if outcome == "finished":
         services.spool.remove(range_id)
     return {"ok": True, "outcome": outcome}
@@ -240,8 +265,8 @@ def stream(
 
 
 @router.post("/groups/lease", responses={204: {"description": "No lane to lease now"}})
-def lease_group(lane: LaneParam, node_id: Node, services: Svc, settings: Config) -> Any:
-    granted = services.lanes.lease(node_id, lane)
+def lease_group(lane: LaneParam, node_id: Node, services: Svc, settings: Config, claim: Claim = None) -> Any:
+    granted = services.lanes.lease(node_id, lane, claim)
     if granted is None:
         return Response(status_code=204)
     return {
@@ -259,8 +284,10 @@ def lease_group(lane: LaneParam, node_id: Node, services: Svc, settings: Config)
 
 
 @router.post("/groups/{group_id}/next", responses={204: {"description": "Nothing left in the lane now"}})
-def next_range(group_id: Id, lane: LaneParam, epoch: Epoch, node_id: Node, services: Svc) -> Any:
-    granted = services.lanes.next(group_id, node_id, lane, epoch)
+def next_range(
+    group_id: Id, lane: LaneParam, epoch: Epoch, node_id: Node, services: Svc, claim: Claim = None
+) -> Any:
+    granted = services.lanes.next(group_id, node_id, lane, epoch, claim)
     if granted is None:
         return Response(status_code=204)
     return lease_body(granted)
@@ -276,9 +303,15 @@ def group_heartbeat(
 
 @router.post("/groups/{group_id}/release")
 def release_group(
-    group_id: Id, lane: LaneParam, epoch: Epoch, node_id: Node, services: Svc, reclaim: Reclaim = False
+    group_id: Id,
+    lane: LaneParam,
+    epoch: Epoch,
+    node_id: Node,
+    services: Svc,
+    reclaim: Reclaim = False,
+    claim: Claim = None,
 ) -> dict[str, bool]:
-    services.lanes.release(group_id, node_id, lane, epoch, reclaim=reclaim)
+    services.lanes.release(group_id, node_id, lane, epoch, reclaim=reclaim, claim=claim)
     return {"ok": True}
 
 

@@ -28,3 +28,12 @@ ORDER BY l.group_id, l.lane, l.epoch
 -- name: audit_snapshots
 SELECT group_id, lane, epoch, node_id, next, recorded_at, lease_expires_at FROM snapshot_log
 ORDER BY group_id, lane, epoch, recorded_at
+
+-- name: audit_claims
+-- Every grant asked under a tag its node revoked (leases/claims.py), with the revoke's time.
+SELECT 'range' AS kind, l.range_id AS what, l.epoch, l.node_id, l.claim, l.granted_at, c.revoked_at
+FROM lease_log l JOIN claims_revoked c ON c.node_id = l.node_id AND c.claim = l.claim
+UNION ALL
+SELECT 'lane', l.group_id, l.epoch, l.node_id, l.claim, l.granted_at, c.revoked_at
+FROM lane_log l JOIN claims_revoked c ON c.node_id = l.node_id AND c.claim = l.claim
+ORDER BY 1, 2, 3

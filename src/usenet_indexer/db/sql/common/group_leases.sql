@@ -24,7 +24,8 @@ INSERT INTO group_leases (group_id, lane) VALUES (:group_id, :lane) ON CONFLICT 
 -- name: group_lane_claim
 -- Compare-and-set: success is judged by the row coming back, never by a read before the write.
 UPDATE group_leases
-SET node_id = :node_id, epoch = epoch + 1, leased_at = {now}, heartbeat_at = {now}, range_id = NULL
+SET node_id = :node_id, epoch = epoch + 1, leased_at = {now}, heartbeat_at = {now}, range_id = NULL,
+    claim = :claim
 WHERE group_id = :group_id AND lane = :lane AND epoch = :prev_epoch
   AND (node_id IS NULL OR heartbeat_at < {now} - :ttl)
 RETURNING epoch, snapshot_next, snapshot_size, leased_at
@@ -49,9 +50,10 @@ WHERE group_id = :group_id AND lane = :lane AND node_id = :node_id AND epoch = :
 RETURNING heartbeat_at
 
 -- name: group_lane_release
+-- With a claim tag: a dead worker's lane it never read, given back by its supervisor (leases/claims.py).
 UPDATE group_leases SET node_id = NULL, range_id = NULL
 WHERE group_id = :group_id AND lane = :lane AND node_id = :node_id AND epoch = :epoch
-  AND heartbeat_at >= {now} - :ttl
+  AND heartbeat_at >= {now} - :ttl AND (CAST(:claim AS TEXT) IS NULL OR claim = :claim)
 RETURNING {now} AS now
 
 -- name: group_lane_next_range
@@ -87,8 +89,8 @@ INSERT INTO snapshot_log (group_id, lane, epoch, node_id, next, size, location, 
 VALUES (:group_id, :lane, :epoch, :node_id, :next, :size, :location, :recorded_at, :lease_expires_at)
 
 -- name: lane_log_grant
-INSERT INTO lane_log (group_id, lane, epoch, node_id, granted_at, took_over)
-VALUES (:group_id, :lane, :epoch, :node_id, :granted_at, :took_over)
+INSERT INTO lane_log (group_id, lane, epoch, node_id, granted_at, took_over, claim)
+VALUES (:group_id, :lane, :epoch, :node_id, :granted_at, :took_over, :claim)
 
 -- name: lane_log_end
 UPDATE lane_log SET ended_at = :ended_at, end_reason = :reason

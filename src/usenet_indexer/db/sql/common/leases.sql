@@ -6,7 +6,7 @@
 -- overwritten (issue 14: a retired range back to 'leased'). No row: nothing granted.
 UPDATE ranges
 SET status = 'leased', node_id = :node_id, epoch = epoch + 1, attempts = attempts + 1,
-    leased_at = {now}, heartbeat_at = {now}, lane_epoch = :lane_epoch,
+    leased_at = {now}, heartbeat_at = {now}, lane_epoch = :lane_epoch, claim = :claim,
     rule_version = (SELECT COALESCE(MAX(version), 0) FROM rule_sets)
 WHERE id = :range_id AND epoch = :prev_epoch AND status = :prev_status AND next_id <= end_id
   AND (status = 'planned' OR (status = 'leased' AND heartbeat_at < {now} - :ttl))
@@ -21,8 +21,8 @@ UPDATE nodes SET last_seen_at = {now}
 WHERE id = :node_id AND (last_seen_at IS NULL OR last_seen_at < {now} - 5)
 
 -- name: lease_log_grant
-INSERT INTO lease_log (range_id, group_id, epoch, node_id, granted_at, took_over, lane_epoch)
-VALUES (:range_id, :group_id, :epoch, :node_id, :granted_at, :took_over, :lane_epoch)
+INSERT INTO lease_log (range_id, group_id, epoch, node_id, granted_at, took_over, lane_epoch, claim)
+VALUES (:range_id, :group_id, :epoch, :node_id, :granted_at, :took_over, :lane_epoch, :claim)
 
 -- name: lease_log_end
 UPDATE lease_log SET ended_at = :ended_at, end_reason = :reason

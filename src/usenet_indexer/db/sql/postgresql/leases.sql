@@ -11,7 +11,7 @@
 
 -- name: lease_take
 -- The grant is a function (migration 0002) so that the group cap is counted with the group locked.
-SELECT * FROM lease_take(:node_id, :ttl, :max_per_group, :history_allowed)
+SELECT * FROM lease_take(:node_id, :ttl, :max_per_group, :history_allowed, CAST(:claim AS TEXT))
 
 -- name: range_heartbeat
 -- A function (migration 0006), so that its plan is cached: a heartbeat is the most frequent call.
@@ -39,8 +39,8 @@ SELECT pg_database_size(current_database()) AS bytes
 SELECT id, group_id, priority, headers FROM range_finish(:range_id, :node_id, :epoch, :ttl)
 
 -- name: range_give_back
--- A function (range_give_back.v2.sql): the holder's range planned again, its lease logged as ended.
-SELECT id, now FROM range_give_back(:range_id, :node_id, :epoch, :ttl, :reason)
+-- A function (range_give_back.v3.sql): the holder's range planned again, its lease logged as ended.
+SELECT id, now FROM range_give_back(:range_id, :node_id, :epoch, :ttl, :reason, CAST(:claim AS TEXT))
 
 -- name: group_live_leases
 -- The group's live leases, for a grant holding the group's lock (group_live_leases.v1.sql).
@@ -68,3 +68,8 @@ FOR SHARE OF gl
 -- name: ownership_hold
 -- Raises SQLSTATE UI001 unless the loop's lease is held (ownership_hold.v1.sql); share-locks it.
 SELECT ownership_hold(:name, :holder, :epoch, CAST(:now AS DOUBLE PRECISION))
+
+-- name: claim_lock
+-- A grant under a claim tag and a revoke of that tag, one at a time (leases/claims.py): held until
+-- the transaction ends. Grants under different tags do not wait on each other.
+SELECT pg_advisory_xact_lock(hashtextextended(:claim, 0))

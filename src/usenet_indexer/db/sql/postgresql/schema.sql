@@ -51,7 +51,7 @@ CREATE FUNCTION public.lease_now() RETURNS double precision
          + COALESCE(NULLIF(current_setting('usenet_indexer.clock_offset', true), '')::float8, 0)
 $$;
 
-CREATE FUNCTION public.lease_take(p_node bigint, p_ttl double precision, p_max integer, p_history boolean) RETURNS TABLE(range_id bigint, group_id bigint, group_name text, start_id bigint, end_id bigint, next_id bigint, epoch bigint, priority bigint, rule_version integer, took_over boolean)
+CREATE FUNCTION public.lease_take(p_node bigint, p_ttl double precision, p_max integer, p_history boolean, p_claim text) RETURNS TABLE(range_id bigint, group_id bigint, group_name text, start_id bigint, end_id bigint, next_id bigint, epoch bigint, priority bigint, rule_version integer, took_over boolean)
     LANGUAGE plpgsql
     AS $$
 DECLARE
@@ -61,6 +61,12 @@ DECLARE
   v_pick record;
   v_granted record;
 BEGIN
+  IF p_claim IS NOT NULL THEN
+    PERFORM pg_advisory_xact_lock(hashtextextended(p_claim, 0));
+    IF EXISTS (SELECT 1 FROM claims_revoked c WHERE c.node_id = p_node AND c.claim = p_claim) THEN
+      RETURN;
+    END IF;
+  END IF;
   FOR attempt IN 1..16 LOOP
     -- 1. The group holding the best candidate (spooled first, by priority, then id), locked; a group
     -- another grant is busy with is passed over, not waited for.
@@ -118,7 +124,7 @@ BEGIN
         -- The row is ours: the update re-reads it, unchanged since the pick or nothing is granted.
         UPDATE ranges r
         SET status = 'leased', node_id = p_node, epoch = r.epoch + 1, attempts = r.attempts + 1,
-            leased_at = v_now, heartbeat_at = v_now, lane_epoch = NULL,
+            leased_at = v_now, heartbeat_at = v_now, lane_epoch = NULL, claim = p_claim,
             rule_version = (SELECT COALESCE(MAX(version), 0) FROM rule_sets)
         WHERE r.id = v_pick.id AND r.epoch = v_pick.epoch AND r.status = v_pick.status
           AND r.next_id <= r.end_id
@@ -135,8 +141,9 @@ BEGIN
           UPDATE lease_log l SET ended_at = v_pick.heartbeat_at + p_ttl, end_reason = 'expired'
           WHERE l.range_id = v_pick.id AND l.epoch = v_pick.epoch AND l.ended_at IS NULL;
         END IF;
-        INSERT INTO lease_log (range_id, group_id, epoch, node_id, granted_at, took_over)
-        VALUES (v_granted.id, v_granted.group_id, v_granted.epoch, p_node, v_now, v_pick.status = 'leased');
+        INSERT INTO lease_log (range_id, group_id, epoch, node_id, granted_at, took_over, claim)
+        VALUES (v_granted.id, v_granted.group_id, v_granted.epoch, p_node, v_now, v_pick.status = 'leased',
+                p_claim);
         RETURN QUERY
           SELECT v_granted.id, v_granted.group_id, g.name, v_granted.start_id, v_granted.end_id,
                  v_granted.next_id, v_granted.epoch, v_granted.priority, v_granted.rule_version,
@@ -197,7 +204,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION public.range_give_back(p_range bigint, p_node bigint, p_epoch bigint, p_ttl double precision, p_reason text) RETURNS TABLE(id bigint, now double precision)
+CREATE FUNCTION public.range_give_back(p_range bigint, p_node bigint, p_epoch bigint, p_ttl double precision, p_reason text, p_claim text) RETURNS TABLE(id bigint, now double precision)
     LANGUAGE plpgsql
     AS $$
 BEGIN
@@ -207,6 +214,7 @@ BEGIN
     UPDATE ranges r SET status = 'planned', node_id = NULL, lane_epoch = NULL
     WHERE r.id = p_range AND r.node_id = p_node AND r.epoch = p_epoch AND r.status = 'leased'
       AND r.heartbeat_at >= lease_now() - p_ttl AND r.next_id <= r.end_id
+      AND (p_claim IS NULL OR r.claim = p_claim)
     RETURNING r.id, lease_now() AS now
   ),
   logged AS (
@@ -287,6 +295,12 @@ CREATE SEQUENCE public.batch_log_id_seq
 
 ALTER SEQUENCE public.batch_log_id_seq OWNED BY public.batch_log.id;
 
+CREATE TABLE public.claims_revoked (
+    node_id bigint NOT NULL,
+    claim text NOT NULL,
+    revoked_at double precision NOT NULL
+);
+
 CREATE TABLE public.fetched_chunks (
     range_id bigint NOT NULL,
     chunk_from bigint NOT NULL,
@@ -314,6 +328,7 @@ CREATE TABLE public.group_leases (
     previous_size bigint,
     previous_location text,
     headers bigint DEFAULT '0'::bigint NOT NULL,
+    claim text,
     CONSTRAINT group_leases_lane CHECK ((lane = ANY (ARRAY['history'::text, 'tail'::text])))
 );
 
@@ -354,7 +369,8 @@ CREATE TABLE public.lane_log (
     granted_at double precision NOT NULL,
     took_over boolean NOT NULL,
     ended_at double precision,
-    end_reason text
+    end_reason text,
+    claim text
 );
 
 CREATE SEQUENCE public.lane_log_id_seq
@@ -388,7 +404,8 @@ CREATE TABLE public.lease_log (
     took_over boolean NOT NULL,
     ended_at double precision,
     end_reason text,
-    lane_epoch bigint
+    lane_epoch bigint,
+    claim text
 );
 
 CREATE SEQUENCE public.lease_log_id_seq
@@ -491,6 +508,7 @@ CREATE TABLE public.ranges (
     gaps bigint DEFAULT '0'::bigint NOT NULL,
     lane_epoch bigint,
     granted_boot bigint DEFAULT 0 NOT NULL,
+    claim text,
     CONSTRAINT ranges_bounds CHECK ((start_id <= end_id)),
     CONSTRAINT ranges_next_inside CHECK (((next_id >= start_id) AND (next_id <= (end_id + 1)))),
     CONSTRAINT ranges_status CHECK ((status = ANY (ARRAY['planned'::text, 'leased'::text, 'done'::text, 'failed'::text])))
@@ -650,6 +668,9 @@ ALTER TABLE ONLY public.batch_log
 
 ALTER TABLE ONLY public.batch_log
     ADD CONSTRAINT batch_log_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.claims_revoked
+    ADD CONSTRAINT claims_revoked_pkey PRIMARY KEY (node_id, claim);
 
 ALTER TABLE ONLY public.fetched_chunks
     ADD CONSTRAINT fetched_chunks_pkey PRIMARY KEY (range_id, chunk_from);

@@ -63,6 +63,7 @@ RETURNING id, group_id, priority, headers, done_at
 UPDATE ranges SET status = 'planned', node_id = NULL, lane_epoch = NULL
 WHERE id = :range_id AND node_id = :node_id AND epoch = :epoch AND status = 'leased'
   AND heartbeat_at >= {now} - :ttl AND next_id <= end_id
+  AND (CAST(:claim AS TEXT) IS NULL OR claim = :claim)
 RETURNING id, {now} AS now
 
 -- name: group_live_leases
@@ -89,3 +90,7 @@ WHERE gl.group_id = :group_id AND gl.lane = :lane
 SELECT epoch FROM ownership_leases
 WHERE name = :name AND holder = :holder AND epoch = :epoch
   AND expires_at >= COALESCE(CAST(:now AS DOUBLE PRECISION), {now})
+
+-- name: claim_lock
+-- Nothing to take: under BEGIN IMMEDIATE a grant and a revoke are serialized already.
+SELECT 1

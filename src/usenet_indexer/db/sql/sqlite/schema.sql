@@ -30,6 +30,13 @@ CREATE TABLE batch_log (
 	FOREIGN KEY(range_id) REFERENCES ranges (id) ON DELETE CASCADE
 );
 
+CREATE TABLE claims_revoked (
+	node_id BIGINT NOT NULL, 
+	claim TEXT NOT NULL, 
+	revoked_at DOUBLE NOT NULL, 
+	PRIMARY KEY (node_id, claim)
+);
+
 CREATE TABLE fetched_chunks (
 	range_id BIGINT NOT NULL, 
 	chunk_from BIGINT NOT NULL, 
@@ -58,7 +65,7 @@ CREATE TABLE group_leases (
 	previous_next BIGINT, 
 	previous_size BIGINT, 
 	previous_location TEXT, 
-	headers BIGINT DEFAULT '0' NOT NULL, 
+	headers BIGINT DEFAULT '0' NOT NULL, claim TEXT, 
 	PRIMARY KEY (group_id, lane), 
 	CONSTRAINT group_leases_lane CHECK (lane IN ('history', 'tail')), 
 	FOREIGN KEY(group_id) REFERENCES groups (id) ON DELETE CASCADE, 
@@ -92,7 +99,7 @@ CREATE TABLE lane_log (
 	granted_at DOUBLE NOT NULL, 
 	took_over BOOLEAN NOT NULL, 
 	ended_at DOUBLE, 
-	end_reason TEXT, 
+	end_reason TEXT, claim TEXT, 
 	PRIMARY KEY (id), 
 	CONSTRAINT lane_log_once UNIQUE (group_id, lane, epoch), 
 	FOREIGN KEY(group_id) REFERENCES groups (id) ON DELETE CASCADE
@@ -115,7 +122,7 @@ CREATE TABLE lease_log (
 	granted_at DOUBLE NOT NULL, 
 	took_over BOOLEAN NOT NULL, 
 	ended_at DOUBLE, 
-	end_reason TEXT, lane_epoch BIGINT, 
+	end_reason TEXT, lane_epoch BIGINT, claim TEXT, 
 	PRIMARY KEY (id), 
 	CONSTRAINT lease_log_once UNIQUE (range_id, epoch), 
 	FOREIGN KEY(range_id) REFERENCES ranges (id) ON DELETE CASCADE
@@ -202,7 +209,7 @@ CREATE TABLE ranges (
 	done_at DOUBLE, 
 	headers BIGINT DEFAULT '0' NOT NULL, 
 	error TEXT, 
-	created_at DOUBLE NOT NULL, gaps BIGINT DEFAULT '0' NOT NULL, lane_epoch BIGINT, 
+	created_at DOUBLE NOT NULL, gaps BIGINT DEFAULT '0' NOT NULL, lane_epoch BIGINT, claim TEXT, 
 	PRIMARY KEY (id), 
 	CONSTRAINT ranges_bounds CHECK (start_id <= end_id), 
 	CONSTRAINT ranges_next_inside CHECK (next_id BETWEEN start_id AND end_id + 1), 
