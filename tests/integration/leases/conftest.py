@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.interleave import Interleaving
 from tests.support.store import services_for
 from usenet_indexer.coordinator.wiring import Services
 
@@ -26,3 +27,11 @@ def node(services: Services) -> int:
 def other_node(services: Services) -> int:
     node_id, _ = services.nodes.add("worker-b")
     return node_id
+
+
+@pytest.fixture
+def script(services: Services) -> Iterator[Interleaving]:
+    """Actors driven statement by statement (tests/support/interleave.py)."""
+    interleaving = Interleaving(services.db)
+    yield interleaving
+    interleaving.close()

@@ -11,8 +11,6 @@ after the give-back. The audit is the oracle, with the lease and lane logs.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from tests.support.interleave import Interleaving
@@ -25,13 +23,6 @@ from usenet_indexer.wire.held import Held
 GROUP = "alt.binaries.claimed"
 DEAD = "d0d0" * 8  # the dead child's claim tag
 SIBLING = "5151" * 8  # a live sibling's, on the same node
-
-
-@pytest.fixture
-def script(services: Services) -> Iterator[Interleaving]:
-    interleaving = Interleaving(services.db)
-    yield interleaving
-    interleaving.close()
 
 
 @pytest.fixture

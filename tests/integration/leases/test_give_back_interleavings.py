@@ -12,8 +12,6 @@ is the oracle.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from tests.support.interleave import Interleaving
@@ -24,13 +22,6 @@ from usenet_indexer.leases.errors import LeaseLost, StaleBatch
 from usenet_indexer.leases.ranges import RangeLease
 
 GROUP = "alt.binaries.reclaim"
-
-
-@pytest.fixture
-def script(services: Services) -> Iterator[Interleaving]:
-    interleaving = Interleaving(services.db)
-    yield interleaving
-    interleaving.close()
 
 
 def leased(services: Services, node: int, high: int = 999) -> RangeLease:

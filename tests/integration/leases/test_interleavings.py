@@ -7,8 +7,6 @@ lease audit is the oracle where it can be; otherwise the test checks what the ra
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from tests.support.interleave import Interleaving
@@ -16,13 +14,6 @@ from tests.support.store import TTL, query
 from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.leases.audit import audit
 from usenet_indexer.leases.errors import LeaseLost, StaleBatch
-
-
-@pytest.fixture
-def script(services: Services) -> Iterator[Interleaving]:
-    interleaving = Interleaving(services.db)
-    yield interleaving
-    interleaving.close()
 
 
 @pytest.fixture
