@@ -21,8 +21,9 @@ which file a line belongs to (negative size, empty message-id, part 0 or above i
 once per file in ``take()``, for both. Tests compare the two loops line for line.
 
 Native. When the optional C accelerator is built (usenet_indexer.accelerator), the fast loop runs
-in C (``scan``: the fields are read in place, a new file's line still goes to ``_slow_line``, an odd
-line still hands the rest of the chunk to the careful loop) and so does the building of a valid file's
+in C (``scan``: the fields are read in place, a new file's line still goes to Python, ``_line_file``,
+which names the file and segment the C appends; an odd line still hands the rest of the chunk to the
+careful loop) and so does the building of a valid file's
 columns at take (``columns``). It gives the same batches as the Python (tests/unit/indexing compare
 them); ``native=False`` or USENET_INDEXER_PURE=1 runs the Python.
 
