@@ -10,7 +10,8 @@ checked against their Python twins by tests/unit/indexing/test_shared_limits.py.
 
 * scan() is indexer.py's fast loop (RangeIndexer._fast) over a whole chunk, without making a Python
   object per field. A line whose file is not known, or whose part counter or size is not plain digits,
-  goes to the Python slow_line (as one list of fields, exactly as line.split(b"\t") makes it); a line
+  goes to the Python slow line (as one list of fields, exactly as line.split(b"\t") makes it), which
+  names its file and segment for the scan to append (RangeIndexer._line_file); a line
   that is not plainly well formed (missing fields, an odd number, out of order) stops the scan, and the
   caller hands the rest of the chunk to the careful loop, as _fast does. chunk_is_clean() is
   overview.chunk_is_clean, the test that picks the fast loop.
@@ -353,7 +354,9 @@ same(PyObject *bytes, const char *p, Py_ssize_t n)
 static Entry *
 lookup(Cache *c, PyObject *accs, const char *head, Py_ssize_t head_len)
 {
-    for (int i = 0; i < c->n; i++) {
+    /* newest first: the cache is no longer emptied at each new file (refresh), and the files in flight
+       are the ones met last, after up to CACHE_SIZE finished ones */
+    for (int i = c->n - 1; i >= 0; i--) {
         PyObject *h = c->e[i].head;
         if (PyBytes_GET_SIZE(h) == head_len &&
             (head_len == 0 || (PyBytes_AS_STRING(h)[head_len - 1] == head[head_len - 1] &&
@@ -402,6 +405,74 @@ lookup(Cache *c, PyObject *accs, const char *head, Py_ssize_t head_len)
     return e;
 }
 
+/* One segment read for an entry's file, held until the next flush (the owner's: see Entry.owner). */
+static int
+pend(Entry *e, int64_t part, int64_t size, int64_t num, const char *mid, Py_ssize_t mid_len, const char *date,
+     Py_ssize_t date_len)
+{
+    if (grow((void **)&e->segs, &e->capsegs, e->nsegs + 3, sizeof(int64_t)) < 0 ||
+        grow((void **)&e->ids, &e->capids, e->nids + mid_len + 1, 1) < 0)
+        return -1;
+    e->segs[e->nsegs++] = part;
+    e->segs[e->nsegs++] = size;
+    e->segs[e->nsegs++] = num;
+    memcpy(e->ids + e->nids, mid, (size_t)mid_len);
+    e->nids += mid_len;
+    e->ids[e->nids++] = '\n';
+    e->count++;
+    e->last = num;
+    e->date = date;
+    e->date_len = date_len;
+    return 0;
+}
+
+/* After the slow line put a line in file `acc` (RangeIndexer._line_file): it may have pointed accs[head]
+   (the line's own head, and no other) at `acc` and set acc.ts and acc.poster, and nothing else the
+   cache holds. The cache is brought up to date with that instead of being emptied: the lookups of the
+   files in flight stay, and their pending segments need not be written before each new file (issue 17:
+   ~3 such writes and lookups a file on the e2e corpus). */
+static int
+refresh(Cache *c, PyObject *accs, PyObject *acc, const char *head, Py_ssize_t head_len)
+{
+    for (int i = 0; i < c->n; i++) {
+        Entry *e = &c->e[i];
+        if (e->acc == acc) {
+            PyObject *ts = PyObject_GetAttr(acc, s_ts);
+            PyObject *poster = ts == NULL ? NULL : PyObject_GetAttr(acc, s_poster);
+            if (poster == NULL || !PyBytes_Check(ts) || !PyBytes_Check(poster)) {
+                Py_XDECREF(ts);
+                Py_XDECREF(poster);
+                if (PyErr_Occurred())
+                    return -1;
+                return flush_all(c); /* not bytes: the slow line decides this file's lines */
+            }
+            Py_SETREF(e->ts, ts);
+            Py_SETREF(e->poster, poster);
+        }
+        if (same(e->head, head, head_len)) {
+            PyObject *now = PyDict_GetItemWithError(accs, e->head); /* borrowed; the key's hash is kept */
+            if (now != e->acc)
+                return PyErr_Occurred() ? -1 : flush_all(c); /* another file under this head now */
+        }
+    }
+    return 0;
+}
+
+/* A segment for a file no entry holds: appended to the _FileAcc at once. Lines reach the scan in
+   ascending order and after every line of an earlier chunk, so the line is the file's last. */
+static int
+write_one(PyObject *acc, int64_t part, int64_t size, int64_t num, const char *mid, Py_ssize_t mid_len,
+          const char *date, Py_ssize_t date_len)
+{
+    Entry e = {.acc = acc};
+    int rc = pend(&e, part, size, num, mid, mid_len, date, date_len);
+    if (rc == 0)
+        rc = flush(&e);
+    PyMem_Free(e.segs);
+    PyMem_Free(e.ids);
+    return rc;
+}
+
 /* The whole line split on TAB, as line.split(b"\t") gives it. */
 static PyObject *
 split_fields(const char *p, const char *eol)
@@ -428,7 +499,9 @@ split_fields(const char *p, const char *eol)
 PyDoc_STRVAR(scan_doc,
              "scan(chunk, accs, slow, lo, hi, fields, /) -> (handled, lines)\n\n"
              "RangeIndexer._fast over an inflated chunk: ``fields`` is (need, subject, poster, date, "
-             "message_id, size) of the OverviewFormat. Returns the number of lines handled and the "
+             "message_id, size) of the OverviewFormat. ``slow(fields, number)`` is called for a line "
+             "the scan does not place (RangeIndexer._line_file) and returns None or (file, part, size): "
+             "the scan appends that segment to the file. Returns the number of lines handled and the "
              "number of lines; when they differ, the caller hands lines[handled:] to the careful loop "
              "(a chunk that fails overview.chunk_is_clean is handed over at line 0).");
 
@@ -497,13 +570,12 @@ scan(PyObject *module, PyObject *args)
             part = digits(ps, pe);
             size = part < 0 ? -1 : digits(fs[i_size], fe[i_size]);
         }
+        const char *mid = fs[i_mid], *date = fs[i_date];
+        Py_ssize_t mid_len = fe[i_mid] - mid, date_len = fe[i_date] - date;
         if (size < 0) {
-            /* a file not known in this batch, or a line the Python code reads: it runs now, so
-               everything pending is written first and every lookup forgotten */
-            if (flush_all(c) < 0) {
-                failed = 1;
-                break;
-            }
+            /* a file not known in this batch, or a line the Python code reads: it names the line's
+               file and the segment (None: the line is counted or kept elsewhere), and the segment is
+               added here, after the file's pending ones */
             PyObject *fields = split_fields(p, eol);
             PyObject *n = fields ? PyLong_FromLongLong(num) : NULL;
             PyObject *r = n ? PyObject_CallFunctionObjArgs(slow, fields, n, NULL) : NULL;
@@ -513,26 +585,37 @@ scan(PyObject *module, PyObject *args)
                 failed = 1;
                 break;
             }
+            if (r != Py_None) {
+                PyObject *acc;
+                long long got_part, got_size;
+                int ok = PyTuple_Check(r);
+                if (!ok)
+                    PyErr_Format(PyExc_TypeError, "scan: the slow line returned %s, not None or (file, part, size)",
+                                 Py_TYPE(r)->tp_name);
+                ok = ok && PyArg_ParseTuple(r, "OLL:scan's slow line", &acc, &got_part, &got_size) &&
+                     refresh(c, accs, acc, s, head_len) == 0;
+                /* the file's entry under any head (its pending segments come first), else the
+                   line's head's, which the slow line may just have pointed at it */
+                Entry *into = NULL;
+                for (int i = 0; ok && i < c->n && into == NULL; i++)
+                    into = c->e[i].acc == acc ? &c->e[i] : NULL;
+                if (ok && into == NULL && (into = lookup(c, accs, s, head_len)) == NULL && PyErr_Occurred())
+                    ok = 0;
+                if (ok && into != NULL && into->acc == acc)
+                    ok = pend(&c->e[into->owner], got_part, got_size, num, mid, mid_len, date, date_len) == 0;
+                else if (ok)
+                    ok = write_one(acc, got_part, got_size, num, mid, mid_len, date, date_len) == 0;
+                if (!ok) {
+                    Py_DECREF(r);
+                    failed = 1;
+                    break;
+                }
+            }
             Py_DECREF(r);
         }
-        else {
-            e = &c->e[e->owner];
-            Py_ssize_t mid_len = fe[i_mid] - fs[i_mid];
-            if (grow((void **)&e->segs, &e->capsegs, e->nsegs + 3, sizeof(int64_t)) < 0 ||
-                grow((void **)&e->ids, &e->capids, e->nids + mid_len + 1, 1) < 0) {
-                failed = 1;
-                break;
-            }
-            e->segs[e->nsegs++] = part;
-            e->segs[e->nsegs++] = size;
-            e->segs[e->nsegs++] = num;
-            memcpy(e->ids + e->nids, fs[i_mid], (size_t)mid_len);
-            e->nids += mid_len;
-            e->ids[e->nids++] = '\n';
-            e->count++;
-            e->last = num;
-            e->date = fs[i_date];
-            e->date_len = fe[i_date] - fs[i_date];
+        else if (pend(&c->e[e->owner], part, size, num, mid, mid_len, date, date_len) < 0) {
+            failed = 1;
+            break;
         }
         prev = num;
         p = eol + 1;

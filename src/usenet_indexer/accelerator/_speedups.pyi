@@ -13,7 +13,7 @@ MAX_FIELDS: int
 def scan(
     chunk: bytes,
     accs: dict[bytes, Any],
-    slow: Callable[[list[bytes], int], None],
+    slow: Callable[[list[bytes], int], tuple[Any, int, int] | None],
     lo: int,
     hi: int,
     fields: tuple[int, int, int, int, int, int],

@@ -21,8 +21,9 @@ which file a line belongs to (negative size, empty message-id, part 0 or above i
 once per file in ``take()``, for both. Tests compare the two loops line for line.
 
 Native. When the optional C accelerator is built (usenet_indexer.accelerator), the fast loop runs
-in C (``scan``: the fields are read in place, a new file's line still goes to ``_slow_line``, an odd
-line still hands the rest of the chunk to the careful loop) and so does the building of a valid file's
+in C (``scan``: the fields are read in place, a new file's line still goes to Python, ``_line_file``,
+which names the file and segment the C appends; an odd line still hands the rest of the chunk to the
+careful loop) and so does the building of a valid file's
 columns at take (``columns``). It gives the same batches as the Python (tests/unit/indexing compare
 them); ``native=False`` or USENET_INDEXER_PURE=1 runs the Python.
 
@@ -276,7 +277,7 @@ class RangeIndexer:
         lo, hi = self._next, next_article - 1
         if self._speedups is not None:
             # The fast loop in C; it stops where _fast would hand over (at 0 for a chunk that is not clean).
-            at, count = self._speedups.scan(chunk, self._accs, self._slow_line, lo, hi, self._fields)
+            at, count = self._speedups.scan(chunk, self._accs, self._line_file, lo, hi, self._fields)
             if at == count:
                 self._counts.headers += count
                 self._counts.gaps += (hi - lo + 1) - count
@@ -451,15 +452,38 @@ class RangeIndexer:
 
     def _slow_line(self, f: list[bytes], num: int) -> None:
         """A line whose file is not yet known in this batch, or that the fast loop did not take."""
+        found = self._line_file(f, num)
+        if found is None:
+            return
+        acc, part, size = found
+        fmt = self.fmt
+        acc.segs += _pack(part, size, num)  # each within int64: checked in _line_file
+        mids = acc.mids
+        mids += f[fmt.message_id]
+        mids += b"\n"
+        # Lines can reach here out of order (the careful loop): keep the dates of the extremes.
+        if num >= acc.last:
+            acc.last = num
+            acc.last_date = f[fmt.date]
+        if num < acc.first:
+            acc.first = num
+            acc.first_date = f[fmt.date]
+
+    def _line_file(self, f: list[bytes], num: int) -> tuple[_FileAcc, int, int] | None:
+        """_slow_line up to the segment: the line's file (made when new) with its part and size, or None
+        for a line counted (malformed, unmatched) or kept as loose. The C scan calls this and appends
+        the segment itself, after the file's segments it holds pending: it then need not write those
+        out before every new file, nor forget its lookups (issue 17). Of the scan's state, only
+        ``_accs[head]`` of the line's own head and that file's ``ts`` and ``poster`` change here."""
         fmt = self.fmt
         try:
             size = int(f[fmt.size])
         except ValueError:
             self._counts.malformed[REASON_BAD_BYTES] += 1
-            return
+            return None
         if size > MAX_NUMBER or size < -MAX_NUMBER:
             self._counts.malformed[REASON_BAD_BYTES] += 1
-            return
+            return None
         subject = f[fmt.subject]
         poster = f[fmt.poster]
         head, _, tail = subject.rpartition(b"(")
@@ -485,14 +509,14 @@ class RangeIndexer:
                 self._counts.unmatched += 1
                 if size >= LOOSE_MIN_BYTES:
                     self._loose_line(f, num, size)
-                return
+                return None
             info, part = known
             counter = part < 0
             if counter:
                 part = int(ps)
         if not -MAX_NUMBER <= part <= MAX_NUMBER:
             self._counts.malformed[REASON_BAD_PART] += 1
-            return
+            return None
         acc = self._files.get(info.ident)
         if acc is None:
             groups = self._groups(f[fmt.xref] if fmt.xref is not None and fmt.xref < len(f) else b"")
@@ -510,17 +534,7 @@ class RangeIndexer:
             acc.ts = ts
             acc.poster = poster
             self._accs[head] = acc
-        acc.segs += _pack(part, size, num)  # each within int64: checked above
-        mids = acc.mids
-        mids += f[fmt.message_id]
-        mids += b"\n"
-        # Lines can reach here out of order (the careful loop): keep the dates of the extremes.
-        if num >= acc.last:
-            acc.last = num
-            acc.last_date = f[fmt.date]
-        if num < acc.first:
-            acc.first = num
-            acc.first_date = f[fmt.date]
+        return acc, part, size
 
     def _loose_line(self, f: list[bytes], num: int, size: int) -> None:
         """A binary-sized line no rule reads: kept for a run (runs.py), unless its message-id is bad."""

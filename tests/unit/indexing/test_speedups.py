@@ -534,6 +534,94 @@ def test_two_spellings_of_one_file_in_one_chunk(order: str) -> None:
     assert list(release.files[0].parts) == list(range(1, 10))
 
 
+def _line(number: int, subject: str, poster: str = "p@x") -> bytes:
+    return (
+        f"{number}\t{subject}\t{poster}\td{number}\t<m{number}@x>\t\t{1000 + number}\t1\t"
+        f"Xref: h {GROUP}:{number}"
+    ).encode()
+
+
+def _scan_file(poster: bytes) -> _FileAcc:
+    """A _FileAcc as _line_file leaves a new file the scan may look up: its part total and poster set."""
+    acc = _acc([(1, 0, 0)], [b"x"])
+    acc.release_columns()
+    acc.ts, acc.poster = b"3)", poster
+    return acc
+
+
+@needs_native
+def test_the_scan_appends_the_slow_lines_segment_after_the_pending_ones() -> None:
+    """The slow line names a file and a segment (RangeIndexer._line_file); the scan appends it, in line
+    order with the segments it holds pending for that file (issue 17: they are no longer written out
+    before each call into Python)."""
+    assert NATIVE is not None
+    acc = _scan_file(b"p@x")
+    calls: list[int] = []
+
+    def slow(fields: list[bytes], number: int) -> tuple[_FileAcc, int, int] | None:
+        calls.append(number)
+        return (acc, 7, 70) if number == 2 else None  # another spelling of acc's file; then nothing
+
+    lines = [_line(1, "name (1/3)"), _line(2, "other (1/3)"), _line(3, "x y"), _line(4, "name (2/3)")]
+    chunk = b"\n".join(lines)
+    assert NATIVE.scan(chunk + b"\n", {b"name ": acc}, slow, 1, 4, (8, 1, 2, 3, 4, 6)) == (4, 4)
+    assert calls == [2, 3]
+    assert list(struct.iter_unpack("=3q", acc.segs)) == [(1, 1001, 1), (7, 70, 2), (2, 1004, 4)]
+    assert acc.mids == b"<m1@x>\n<m2@x>\n<m4@x>\n"
+    assert (acc.last, acc.last_date) == (4, b"d4")
+
+
+@needs_native
+def test_the_scan_follows_a_head_the_slow_line_points_at_a_new_file() -> None:
+    """One subject head, two posters: the slow line points the head at the second poster's file and the
+    scan takes that file's next lines without calling into Python again, while the first file's
+    pending segment is kept and written first."""
+    assert NATIVE is not None
+    first, second = _scan_file(b"p@x"), _scan_file(b"q@y")
+    accs = {b"name ": first}
+    calls: list[int] = []
+
+    def slow(fields: list[bytes], number: int) -> tuple[_FileAcc, int, int]:
+        calls.append(number)
+        accs[b"name "] = second  # what _line_file does for a new file read from its counter
+        return second, 1, 5
+
+    lines = [_line(1, "name (1/3)"), _line(2, "name (1/3)", "q@y"), _line(3, "name (2/3)", "q@y")]
+    assert NATIVE.scan(b"\n".join(lines), accs, slow, 1, 3, (8, 1, 2, 3, 4, 6)) == (3, 3)
+    assert calls == [2]
+    assert list(struct.iter_unpack("=3q", first.segs)) == [(1, 1001, 1)]
+    assert list(struct.iter_unpack("=3q", second.segs)) == [(1, 5, 2), (2, 1003, 3)]
+    assert (second.last, second.last_date) == (3, b"d3")
+
+
+@needs_native
+@pytest.mark.parametrize("order", ["abababab", "aabbabba", "abbbbaaa"])
+def test_one_head_two_posters_in_one_chunk(order: str) -> None:
+    """A generic subject posted by two posters at once, a third file in between: the head moves from one
+    file to the other at each change of poster while the scan holds the third's segments pending."""
+    lines = []
+    parts = {"a": 0, "b": 0}
+    for k, who in enumerate(order):
+        parts[who] += 1
+        lines.append(_line(100 + 2 * k, f'Generic - "x.part1.rar" yEnc ({parts[who]}/9)', f"{who}@x"))
+        lines.append(_line(101 + 2 * k, f'[01/02] - "other.rar" yEnc ({k + 1}/16)'))
+    last = 99 + len(lines)
+    (batch,) = both([(last, b"\r\n".join(lines) + b"\r\n")], 100, last)
+    files = {(r.poster, f.name): list(f.parts) for r in batch.fragments for f in r.files}
+    assert files == {
+        ("a@x", "x.part1.rar"): list(range(1, order.count("a") + 1)),
+        ("b@x", "x.part1.rar"): list(range(1, order.count("b") + 1)),
+        ("p@x", "other.rar"): list(range(1, len(order) + 1)),
+    }
+
+
+@needs_native
+def test_a_slow_line_answer_that_is_not_a_segment_is_refused() -> None:
+    assert NATIVE is not None
+    with pytest.raises(TypeError):
+        NATIVE.scan(_line(1, "name (1/3)") + b"\n", {}, lambda f, n: 5, 1, 1, (8, 1, 2, 3, 4, 6))  # type: ignore[arg-type,return-value]
+
+
 # ---- checked segment blobs (merge.checked_segments) ------------------------------------------------
 
 
