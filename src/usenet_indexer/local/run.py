@@ -194,10 +194,10 @@ class LocalRun:
             reclaim_earlier_run(services, node_id, name)
         if self._socket is None:
             self._listen()
-        # The web stack before the loops, not beside them: started first, the loops had `auto`
-        # time plain and compressed overview while the main thread imported uvicorn and FastAPI, the
-        # plain reply's reading starved of the GIL, and on loopback it chose compressed in 2 of 12 runs (0 of 12 this way)
-        # (INN2 7.1 core-µs a header instead of 2.4; bench/e2e.py, session 12).
+        # The web stack before the loops, not beside them: started first, the loops had `auto` time
+        # plain and compressed overview while the main thread imported uvicorn and FastAPI, the plain
+        # reply's reading starved of the GIL, and on loopback it chose compressed in 2 of 12 runs, 0 of
+        # 12 this way (INN2 7.1 core-µs a header instead of 2.4; bench/e2e.py, session 12).
         self._start_server()
         self._loops.start()
         if self._supervisor is None:
