@@ -18,7 +18,7 @@ import ssl
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -29,6 +29,8 @@ from usenet_indexer.wire.batch import BATCH_MEDIA_TYPE
 from usenet_indexer.wire.held import Held, decode_held
 
 log = get_logger(__name__)
+
+T = TypeVar("T")
 
 RETRIES = 8
 MAX_BACKOFF_SECONDS = 60.0
@@ -159,19 +161,30 @@ class NodeClient:
 
     def _lease_range(self, path: str, params: dict[str, int | str]) -> Lease | None:
         """A range lease asked for under a claim tag written ahead (when supervised)."""
+        got = self._claimed_request(path, params, lambda response: Lease.from_json(response.json()))
+        if got is None:
+            return None
+        lease, claim = got
+        if self.held is not None:
+            self.held.hold_range(lease.range_id, lease.epoch, claim)
+        return lease
+
+    def _claimed_request(
+        self, path: str, params: dict[str, int | str], read: Callable[[httpx.Response], T]
+    ) -> tuple[T, str | None] | None:
+        """``read`` of the answer to a lease request sent under a claim tag written ahead into the held
+        file (when supervised), and the tag; None when nothing was granted (204). A request or answer
+        that fails drops the tag: a grant whose answer was lost lapses after the TTL, as before."""
         claim = self.held.claim() if self.held is not None else None
         try:
             response = self.request("POST", path, params=_claimed(params, claim))
             if response.status_code == 204:
                 self._unclaimed(claim)
                 return None
-            lease = Lease.from_json(response.json())
+            return read(response), claim
         except BaseException:
-            self._unclaimed(claim)  # a grant whose answer was lost lapses after the TTL, as before
+            self._unclaimed(claim)
             raise
-        if self.held is not None:
-            self.held.hold_range(lease.range_id, lease.epoch, claim)
-        return lease
 
     def _unclaimed(self, claim: str | None) -> None:
         if self.held is not None:
@@ -274,17 +287,10 @@ class NodeClient:
     # -- group lanes ------------------------------------------------------------------------------
 
     def lease_group(self, lane: str) -> dict[str, Any] | None:
-        claim = self.held.claim() if self.held is not None else None
-        try:
-            response = self.request("POST", "groups/lease", params=_claimed({"lane": lane}, claim))
-            if response.status_code == 204:
-                self._unclaimed(claim)
-                return None
-            granted = dict(response.json())
-            group_id, epoch = int(granted["group"]["id"]), int(granted["group"]["epoch"])
-        except BaseException:
-            self._unclaimed(claim)
-            raise
+        got = self._claimed_request("groups/lease", {"lane": lane}, _lane_grant)
+        if got is None:
+            return None
+        (granted, group_id, epoch), claim = got
         if self.held is not None:
             self.held.hold_lane(group_id, lane, epoch, claim)
         return granted
@@ -350,6 +356,12 @@ class NodeClient:
             content=body,
             headers={"Content-Type": BATCH_MEDIA_TYPE},
         )
+
+
+def _lane_grant(response: httpx.Response) -> tuple[dict[str, Any], int, int]:
+    """A lane's grant, its group id and epoch (read while the claim tag is still held)."""
+    granted = dict(response.json())
+    return granted, int(granted["group"]["id"]), int(granted["group"]["epoch"])
 
 
 def _claimed(params: dict[str, int | str], claim: str | None) -> dict[str, int | str]:
