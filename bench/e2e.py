@@ -8,7 +8,9 @@
    name carries N and the seed: a later run that finds it holding N articles reuses it (posting 1M
    takes about a minute), and a posting cut short is resumed where it stopped.
 2. **The news server's own speed.** A bare OVER reader (bench/fetch.py's: blocking sockets, nothing
-   parsed) over 2 connections, the group in chunks of the default ``chunk_articles``; best of 2.
+   parsed) over 2 connections, the group in chunks of the default ``chunk_articles``: twice before
+   each store's run and once after it, the best of the three that run's baseline (``bare_s_sqlite``,
+   ``bare_s_pg``; ``bare_s`` the best of all).
 3. **The indexer as a user runs it.** ``usenet-indexer groups add GROUP --all-history``, then
    ``usenet-indexer run --exit-when-done --nntp-host … --nntp-port …`` as subprocesses with a data
    directory of their own and default settings (``--port 0`` aside: other sessions may hold the
@@ -391,21 +393,20 @@ def main() -> None:
             assert daemon.pgid is not None
             chunks = fetch.chunks_of(high, CHUNK)
             chunks = [(max(first, low), last) for first, last in chunks if last >= low]
-            bare = []
-            for _ in range(2):
-                server_before = news_server_cpu(daemon.pgid)
-                seconds, lines = fetch.run_bare(CONNECTIONS, chunks, False, group, port)
-                if lines != n:
-                    raise SystemExit(f"the bare reader got {lines:,} overview lines, expected {n:,}")
-                bare.append((seconds, news_server_cpu(daemon.pgid)[0] - server_before[0]))
-            bare_s, bare_server = min(bare)
-            result["bare_s"] = round(bare_s, 2)
-            result["us_per_header_news_server_bare"] = round(bare_server / n * 1e6, 2)
-            print(
-                f"bare OVER reader, {CONNECTIONS} connections: {bare_s:.2f} s "
-                f"({n / bare_s:,.0f} headers/s), news server {bare_server / n * 1e6:.2f} core-µs/header",
-                flush=True,
-            )
+
+            def bare(times: int) -> list[tuple[float, float]]:
+                """The bare reader ``times`` over: (seconds, the news server's core-seconds) each."""
+                assert daemon.pgid is not None
+                readings = []
+                for _ in range(times):
+                    server_before = news_server_cpu(daemon.pgid)
+                    seconds, lines = fetch.run_bare(CONNECTIONS, chunks, False, group, port)
+                    if lines != n:
+                        raise SystemExit(f"the bare reader got {lines:,} overview lines, expected {n:,}")
+                    readings.append((seconds, news_server_cpu(daemon.pgid)[0] - server_before[0]))
+                return readings
+
+            baselines: list[float] = []
             for store in args.stores:
 
                 def run_on(
@@ -427,8 +428,12 @@ def main() -> None:
                         )
 
                 fixed = run_on(Path(folder) / f"{store}-fixed", group=small, n=FIXED_N)
+                before = bare(2)
                 run = run_on(Path(folder) / store)
-                report(run, n, bare_s, result)
+                readings = before + bare(1)
+                report_bare(readings, n, store, result)
+                baselines.append(min(readings)[0])
+                report(run, n, baselines[-1], result)
                 report_fixed(fixed, run, n, result)
                 if args.kill:
                     at = [run.seconds * (i + 1) / (args.kill + 1) for i in range(args.kill)]
@@ -436,6 +441,7 @@ def main() -> None:
                     report_kills(killed, run, n, result)
         finally:
             daemon.stop()
+    result["bare_s"] = round(min(baselines), 2)
     if "sqlite" in args.stores:
         for key in (
             "us_per_header_coordinator",
@@ -479,6 +485,25 @@ def report_kills(killed: Run, clean: Run, n: int, result: dict[str, object]) -> 
     result[f"run_s_{suffix}_kill{kills}"] = round(killed.seconds, 2)
     result[f"kill_ratio_{suffix}"] = round(killed.seconds / clean.seconds, 2)
     result[f"held_after_kill_s_{suffix}"] = [round(s, 2) for s in killed.held_after_kill_s]
+
+
+def report_bare(readings: list[tuple[float, float]], n: int, store: str, result: dict[str, object]) -> None:
+    """The bare reader around one store's run (two readings before it, one after): its best is that
+    run's baseline. One reading at the start swung 1.13-2.71 s between consecutive runs on a shared
+    machine (session 12), so a run is measured against readings taken beside it, and their spread is
+    printed with them."""
+    suffix = "sqlite" if store == "sqlite" else "pg"
+    bare_s, bare_server = min(readings)
+    spread = ", ".join(f"{seconds:.2f}" for seconds, _ in readings)
+    print(
+        f"bare OVER reader around the {store} run, {CONNECTIONS} connections: best {bare_s:.2f} s "
+        f"({n / bare_s:,.0f} headers/s) of {spread} s; news server {bare_server / n * 1e6:.2f} "
+        "core-µs/header",
+        flush=True,
+    )
+    result[f"bare_s_{suffix}"] = round(bare_s, 2)
+    result[f"bare_readings_s_{suffix}"] = [round(seconds, 2) for seconds, _ in readings]
+    result[f"us_per_header_news_server_bare_{suffix}"] = round(bare_server / n * 1e6, 2)
 
 
 def report(run: Run, n: int, bare_s: float, result: dict[str, object]) -> None:

@@ -4,15 +4,19 @@ Compression saves bytes on the wire and costs CPU at both ends. On loopback, COM
 spend 9.8 core-seconds instead of 2.6 on 1,000,000 overview lines and the whole run slower (issue 17);
 over a slow link the saved bytes win. Which is faster depends on the link and the server, so the pool
 measures both: while measuring, new connections alternate between plain and compressed, and each
-overview reply of at least ``min_bytes`` adds its plain size and its time (command to last byte, the
-client's inflating included) to its mode's tally. Once each mode has ``replies`` replies, the one that
-delivered more overview bytes per second is chosen: new connections use it, and connections of the
-other mode are closed as they come back. One reply of each decides when one mode is ``clear_margin``
-times faster: on loopback INN2's compressed replies came 3 times slower than plain, and under load
-their second reply held one of the two connections for seconds (a 1M ``run`` 3-4 s slower with "auto"
-than with "none"). Every ``recheck_seconds`` it measures again (a link's speed
-changes). A server that compresses nothing (a "compressed" connection got a plain reply) is read plain
-at once.
+overview reply of at least ``min_bytes`` is timed (command to last byte, the client's inflating
+included). A mode's rate is its **best** reply's (plain overview bytes per second): whatever else the
+client's process does — an import holding the GIL, the batch route — can only slow a reply down, and
+a probe of 1,000 articles (~300 kB, ~20 ms on loopback) slowed by one such stall read 2-5 times slower
+than it was (session 12: "auto" chose compressed on loopback in 2 of 12 runs while the web stack was
+imported beside it; INN2 then spent 7.1 core-µs a header instead of 2.4). Once each mode has
+``replies`` replies, the faster is chosen: new connections use it, and connections of the other mode
+are closed as they come back. Earlier, when one mode is ``clear_margin`` times faster and the slower
+has had ``replies`` replies, its second chance: on loopback INN2's compressed replies came 3 times
+slower than plain, and under load their second reply held one of the two connections for seconds (a
+1M ``run`` 3-4 s slower with "auto" than with "none"), so the faster mode's further replies are not
+waited for. Every ``recheck_seconds`` it measures again (a link's speed changes). A server that
+compresses nothing (a "compressed" connection got a plain reply) is read plain at once.
 
 Pure logic: the pool (nntp/pool.py) tells it what it opened, closed and measured; the clock is given.
 """
@@ -40,7 +44,7 @@ class Decision:
     """A choice made: the measured rates (plain overview bytes per second of reply) behind it."""
 
     chosen: Mode
-    rates: dict[Mode, float]
+    rates: dict[Mode, float]  # each mode's best reply's
     replies: dict[Mode, int]
     sizes: dict[Mode, int]  # overview bytes (plain) measured in each mode
     reason: str  # "measured", or why not
@@ -77,7 +81,7 @@ class CompressionChoice:
         self.measuring = True
         self.open: dict[Mode, int] = dict.fromkeys(MODES, 0)
         self._bytes: dict[Mode, int] = dict.fromkeys(MODES, 0)
-        self._seconds: dict[Mode, float] = dict.fromkeys(MODES, 0.0)
+        self._best: dict[Mode, float] = dict.fromkeys(MODES, 0.0)
         self._count: dict[Mode, int] = dict.fromkeys(MODES, 0)
         self._recheck_at = math.inf
 
@@ -85,7 +89,7 @@ class CompressionChoice:
         if not self.measuring and self._clock() >= self._recheck_at:
             self.measuring = True
             for mode in MODES:
-                self._bytes[mode], self._seconds[mode], self._count[mode] = 0, 0.0, 0
+                self._bytes[mode], self._best[mode], self._count[mode] = 0, 0.0, 0
 
     def _needs(self, mode: Mode) -> bool:
         return self._count[mode] < self.replies
@@ -100,6 +104,11 @@ class CompressionChoice:
             return self.chosen
         wanted = [mode for mode in MODES if self._needs(mode)] or list(MODES)
         return min(wanted, key=lambda mode: (self.open[mode], self._count[mode]))
+
+    def wants(self, mode: Mode) -> bool:
+        """Whether ``mode`` still needs a reply timed (while measuring)."""
+        self._tick()
+        return self.measuring and self._needs(mode)
 
     def keep(self, mode: Mode) -> bool:
         """Whether a healthy connection of ``mode`` coming back goes on serving (else: close it)."""
@@ -130,19 +139,21 @@ class CompressionChoice:
         if plain_bytes < self.min_bytes or seconds <= 0:
             return None  # small replies measure latency, not delivery
         self._bytes[mode] += plain_bytes
-        self._seconds[mode] += seconds
+        self._best[mode] = max(self._best[mode], plain_bytes / seconds)
         self._count[mode] += 1
-        rates = self._rates()
+        rates = self._best
         faster = max(MODES, key=lambda m: rates[m])
         if not any(self._needs(m) for m in MODES):
             return self._decide(faster, "measured")
         slower = _other(faster)
-        if self._count[slower] and rates[faster] >= self.clear_margin * rates[slower]:
+        # The slower mode had its second chance: one slow reply alone may have been a stall.
+        if (
+            self._count[faster]
+            and not self._needs(slower)
+            and rates[faster] >= self.clear_margin * rates[slower]
+        ):
             return self._decide(faster, f"measured, {rates[faster] / rates[slower]:.1f} times faster")
         return None
-
-    def _rates(self) -> dict[Mode, float]:
-        return {m: self._bytes[m] / self._seconds[m] if self._seconds[m] else 0.0 for m in MODES}
 
     def _decide(self, chosen: Mode, reason: str) -> Decision:
         self.chosen = chosen
@@ -150,7 +161,7 @@ class CompressionChoice:
         self._recheck_at = self._clock() + self.recheck_seconds
         return Decision(
             chosen,
-            self._rates(),
+            dict(self._best),
             dict(self._count),
             dict(self._bytes),
             f"{reason}; measured again in {self.recheck_seconds:.0f} s",

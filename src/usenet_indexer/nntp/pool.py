@@ -58,6 +58,10 @@ _RETRYABLE = (NNTPConnectionError, NNTPTimeout, NNTPProtocolError)
 # over the choice's min_bytes). A probed connection does not wait for the other mode's probe: waiting
 # (up to 2 s) stalled the plain connection while INN2's compressed one was still connecting under load.
 PROBE_ARTICLES = 1_000
+# A chunk's probes: enough for its mode's replies (CompressionChoice.replies, 2), so that the mode a
+# stalled probe made look slow is probed again rather than timed on a whole chunk (INN2's compressed
+# chunk held a connection ~2 s under load).
+MAX_PROBES = 3
 
 
 class ServerSettings(BaseModel):
@@ -251,6 +255,10 @@ class _Server:
     def measuring(self) -> bool:
         return self.choice is not None and self.choice.measuring
 
+    def wants_probe(self, client: NNTPClient) -> bool:
+        """Whether ``client``'s mode still needs a timed reply (with "auto", while measuring)."""
+        return self.choice is not None and self.choice.wants(self.mode_of(client))
+
     def keeps(self, client: NNTPClient) -> bool:
         """Whether ``client`` goes on serving as the choice stands (see ``release``)."""
         return self.choice is None or self.choice.keep(self.mode_of(client))
@@ -438,7 +446,7 @@ class NNTPPool:
         inflate: fetch it again with ``compress=False``."""
 
         server = self._servers[0]
-        probed = False
+        probes = 0
 
         async def timed(client: NNTPClient, to: int) -> OverviewChunk:
             began = time.perf_counter()
@@ -448,10 +456,17 @@ class NNTPPool:
             return chunk
 
         async def operation(client: NNTPClient) -> OverviewChunk | None:
-            nonlocal probed
+            nonlocal probes
             await self._select(client, group)
-            if compress and not probed and server.measuring() and last - first >= PROBE_ARTICLES:
-                probed = True
+            # Probes until the connection's mode has its replies (a mode is rated by its best: one
+            # probe may have waited on the GIL), at most MAX_PROBES per chunk.
+            while (
+                compress
+                and probes < MAX_PROBES
+                and last - first >= PROBE_ARTICLES
+                and (server.wants_probe(client) or (not probes and server.measuring()))
+            ):
+                probes += 1
                 await timed(client, first + PROBE_ARTICLES - 1)
                 if not server.keeps(client):
                     return None  # the other mode chosen: the chunk from one of its connections
