@@ -5,18 +5,24 @@ spend 9.8 core-seconds instead of 2.6 on 1,000,000 overview lines and the whole 
 over a slow link the saved bytes win. Which is faster depends on the link and the server, so the pool
 measures both: while measuring, new connections alternate between plain and compressed, and each
 overview reply of at least ``min_bytes`` is timed (command to last byte, the client's inflating
-included). A mode's rate is its **best** reply's (plain overview bytes per second): whatever else the
-client's process does — an import holding the GIL, the batch route — can only slow a reply down, and
-a probe of 1,000 articles (~300 kB, ~20 ms on loopback) slowed by one such stall read 2-5 times slower
-than it was (session 12: "auto" chose compressed on loopback in 2 of 12 runs while the web stack was
-imported beside it; INN2 then spent 7.1 core-µs a header instead of 2.4). Once each mode has
-``replies`` replies, the faster is chosen: new connections use it, and connections of the other mode
-are closed as they come back. Earlier, when one mode is ``clear_margin`` times faster and the slower
-has had ``replies`` replies, its second chance: on loopback INN2's compressed replies came 3 times
-slower than plain, and under load their second reply held one of the two connections for seconds (a
-1M ``run`` 3-4 s slower with "auto" than with "none"), so the faster mode's further replies are not
-waited for. Every ``recheck_seconds`` it measures again (a link's speed changes). A server that
-compresses nothing (a "compressed" connection got a plain reply) is read plain at once.
+included; the pool times probes of a chunk's first articles, nntp/pool.py).
+
+- A mode's rate is its **best** reply's (plain overview bytes per second): whatever else runs — an
+  import holding the coordinator's GIL, other processes on the cores — can only slow a reply down.
+  Rated by the mean of one or two replies, a stalled plain probe made "auto" read INN2 compressed on
+  loopback (2 of 12 runs in session 12: INN2 then spent 7.1 core-µs a header instead of 2.4).
+- Once each mode has ``replies`` replies the faster is chosen, **compressed only when
+  ``compressed_margin`` times faster**: compressing costs CPU at both ends, and with both modes bound
+  by a client short of CPU (five busy processes on a 2-core machine) the best rates came within 10 % of
+  each other and the choice was a coin toss.
+- Earlier, once one mode is ``clear_margin`` times faster and the slower has had its ``replies``
+  (one slow reply may have been a stall), the faster's further replies are not waited for: on loopback
+  INN2's compressed replies came 3 times slower than plain, and under load a compressed chunk held
+  one of the two connections for seconds.
+
+New connections then use the chosen mode, and connections of the other are closed as they come back.
+Every ``recheck_seconds`` it measures again (a link's speed changes). A server that compresses nothing
+(a "compressed" connection got a plain reply) is read plain at once.
 
 Pure logic: the pool (nntp/pool.py) tells it what it opened, closed and measured; the clock is given.
 """
@@ -64,8 +70,9 @@ class CompressionChoice:
     def __init__(
         self,
         *,
-        replies: int = 2,
+        replies: int = 3,
         clear_margin: float = 2.0,
+        compressed_margin: float = 1.25,
         min_bytes: int = 65_536,
         recheck_seconds: float = 600.0,
         clock: Callable[[], float] = time.monotonic,
@@ -74,10 +81,12 @@ class CompressionChoice:
             raise ValueError("replies must be at least 1")
         self.replies = replies
         self.clear_margin = clear_margin
+        self.compressed_margin = compressed_margin
         self.min_bytes = min_bytes
         self.recheck_seconds = recheck_seconds
         self._clock = clock
         self.chosen: Mode | None = None  # None until the first decision
+        self.last_decision: Decision | None = None
         self.measuring = True
         self.open: dict[Mode, int] = dict.fromkeys(MODES, 0)
         self._bytes: dict[Mode, int] = dict.fromkeys(MODES, 0)
@@ -142,7 +151,11 @@ class CompressionChoice:
         self._best[mode] = max(self._best[mode], plain_bytes / seconds)
         self._count[mode] += 1
         rates = self._best
-        faster = max(MODES, key=lambda m: rates[m])
+        # Compression costs CPU at both ends: it must pay for itself by a margin, and a near tie (both
+        # modes bound by a busy client) is read plain.
+        faster: Mode = (
+            "compressed" if rates["compressed"] >= self.compressed_margin * rates["plain"] else "plain"
+        )
         if not any(self._needs(m) for m in MODES):
             return self._decide(faster, "measured")
         slower = _other(faster)
@@ -159,10 +172,11 @@ class CompressionChoice:
         self.chosen = chosen
         self.measuring = False
         self._recheck_at = self._clock() + self.recheck_seconds
-        return Decision(
+        self.last_decision = Decision(
             chosen,
             dict(self._best),
             dict(self._count),
             dict(self._bytes),
             f"{reason}; measured again in {self.recheck_seconds:.0f} s",
         )
+        return self.last_decision

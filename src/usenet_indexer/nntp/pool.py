@@ -54,13 +54,15 @@ log = get_logger(__name__)
 # new one. A corrupt compressed reply is not among them: the caller's corrupt path decides.
 _RETRYABLE = (NNTPConnectionError, NNTPTimeout, NNTPProtocolError)
 
-# "auto" measuring: a chunk's first articles fetched to time the connection's mode (~300 kB of overview,
-# over the choice's min_bytes). A probed connection does not wait for the other mode's probe: waiting
-# (up to 2 s) stalled the plain connection while INN2's compressed one was still connecting under load.
-PROBE_ARTICLES = 1_000
-# A chunk's probes: enough for its mode's replies (CompressionChoice.replies, 2), so that the mode a
-# stalled probe made look slow is probed again rather than timed on a whole chunk (INN2's compressed
-# chunk held a connection ~2 s under load).
+# "auto" measuring: a chunk's first articles fetched to time the connection's mode (~1.5 MB of overview,
+# over the choice's min_bytes). 1,000 (~300 kB, ~1.5 ms plain on loopback) were shorter than one
+# scheduler slice on a busy machine. A probed connection does not wait for the other mode's probe:
+# waiting (up to 2 s) stalled the plain connection while INN2's compressed one was still connecting
+# under load.
+PROBE_ARTICLES = 5_000
+# A chunk's probes: enough for its mode's replies (CompressionChoice.replies), so that a mode a stalled
+# probe made look slow is probed again rather than timed on a whole chunk (INN2's compressed chunk held
+# a connection ~2 s under load).
 MAX_PROBES = 3
 
 

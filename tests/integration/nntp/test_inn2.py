@@ -170,20 +170,19 @@ async def test_pool_fetches_chunks_in_parallel_within_its_limit(inn2_group: str)
 async def test_auto_compression_reads_inn2_on_loopback_plain_by_measurement(inn2_group: str) -> None:
     # INN2 advertises COMPRESS DEFLATE; on loopback, its deflating costs more time than the bytes it
     # saves (issue 17: 9.8 core-seconds instead of 2.6 per million lines, the whole run slower).
-    assert support.post_articles(inn2_group, [support.yenc_article(i) for i in range(1, 15_001)]) == 15_000
+    assert support.post_articles(inn2_group, [support.yenc_article(i) for i in range(1, 17_501)]) == 17_500
     server = ServerSettings(host=support.HOST, port=support.PLAIN_PORT, connections=1)
     with capture_logs() as logged:
         async with NNTPPool([server]) as pool:
             choice = pool.compression_choice()
             assert choice is not None
-            # One connection, replies of ~500 kB one after the other: the pool alternates the modes
-            # until each has delivered two replies (one, when one mode is twice as fast), then keeps
-            # the faster.
-            for first in range(1, 12_501, 2500):
+            # One connection, replies of ~500 kB one after the other (smaller than a probe): the pool
+            # alternates the modes until each has delivered its replies, then keeps the faster.
+            for first in range(1, 2 * choice.replies * 2500, 2500):
                 chunk = await pool.over_chunk(inn2_group, first, first + 2499)
                 assert chunk.lines == 2500
             assert choice.chosen == "plain"
-            await pool.over_chunk(inn2_group, 12_501, 15_000)
+            await pool.over_chunk(inn2_group, 15_001, 17_500)
             assert choice.open == {"plain": 1, "compressed": 0}
     chosen = [e for e in logged if e["event"] == "nntp.compression_chosen"]
     assert len(chosen) == 1
@@ -197,17 +196,18 @@ async def test_auto_compression_measures_on_probes_not_whole_chunks(inn2_group: 
     # Measured on whole chunks, INN2's compressed reply of one held one of two connections for ~2 s
     # under load at every run's start, and the range waiting for that chunk with it: each mode is
     # timed on a chunk's first PROBE_ARTICLES, and the slower one fetches no chunk.
-    assert support.post_articles(inn2_group, [support.yenc_article(i) for i in range(1, 20_001)]) == 20_000
+    size = 4 * PROBE_ARTICLES  # the default chunk_articles
+    total = 2 * size
+    assert support.post_articles(inn2_group, [support.yenc_article(i) for i in range(1, total + 1)]) == total
     server = ServerSettings(host=support.HOST, port=support.PLAIN_PORT, connections=2)
-    size = 5_000
     async with NNTPPool([server]) as pool:
         choice = pool.compression_choice()
         assert choice is not None
         with capture_logs() as logged:
             chunks = await asyncio.gather(
-                *(pool.over_chunk(inn2_group, n, n + size - 1) for n in range(1, 20_001, size))
+                *(pool.over_chunk(inn2_group, n, n + size - 1) for n in range(1, total + 1, size))
             )
-        assert [chunk.lines for chunk in chunks] == [size] * 4
+        assert [chunk.lines for chunk in chunks] == [size] * 2
         assert choice.chosen == "plain"
     chosen = [e for e in logged if e["event"] == "nntp.compression_chosen"]
     assert len(chosen) == 1

@@ -175,3 +175,17 @@ def test_closed_never_counts_below_zero() -> None:
     assert choice.open == {"plain": 0, "compressed": 0}
     with pytest.raises(ValueError, match="at least 1"):
         CompressionChoice(replies=0)
+
+
+def test_a_near_tie_is_read_plain() -> None:
+    """Compressing costs CPU at both ends: it must be compressed_margin times faster. With the client
+    short of CPU (five busy processes on two cores) INN2's best rates on loopback came 33.9 MB/s
+    compressed and 31.0 plain, and the choice had been a coin toss."""
+    choice = CompressionChoice(replies=1, compressed_margin=1.25)
+    choice.record("plain", 31 * MB, 1.0, compressed=False)
+    decision = choice.record("compressed", int(33.9 * MB), 1.0, compressed=True)
+    assert decision is not None and decision.chosen == "plain"
+    choice = CompressionChoice(replies=1, compressed_margin=1.25)
+    choice.record("plain", 31 * MB, 1.0, compressed=False)
+    decision = choice.record("compressed", 40 * MB, 1.0, compressed=True)
+    assert decision is not None and decision.chosen == "compressed"
