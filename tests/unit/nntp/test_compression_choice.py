@@ -4,6 +4,8 @@ connections take, which connections are kept, when it decides, and when it measu
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from usenet_indexer.nntp.choice import CompressionChoice, Mode
 
@@ -189,3 +191,42 @@ def test_a_near_tie_is_read_plain() -> None:
     choice.record("plain", 31 * MB, 1.0, compressed=False)
     decision = choice.record("compressed", 40 * MB, 1.0, compressed=True)
     assert decision is not None and decision.chosen == "compressed"
+
+
+replies_strategy = st.lists(
+    st.tuples(
+        st.sampled_from(["plain", "compressed"]),
+        st.integers(min_value=65_536, max_value=50 * MB),
+        st.floats(min_value=1e-4, max_value=10.0),
+    ),
+    max_size=12,
+)
+
+
+@given(replies=replies_strategy, needed=st.integers(min_value=1, max_value=4))
+def test_any_decision_rests_on_each_modes_best_reply(
+    replies: list[tuple[Mode, int, float]], needed: int
+) -> None:
+    """Whatever the replies and their order: no decision before both modes were timed (and the slower
+    had its replies), the rates are each mode's best, and compressed only when clearly faster."""
+    choice = CompressionChoice(replies=needed, clear_margin=2.0, compressed_margin=1.25)
+    best: dict[str, float] = {"plain": 0.0, "compressed": 0.0}
+    count = {"plain": 0, "compressed": 0}
+    for mode, size, seconds in replies:
+        was_measuring = choice.measuring
+        decision = choice.record(mode, size, seconds, compressed=mode == "compressed")
+        if not was_measuring:
+            assert decision is None
+            continue
+        best[mode] = max(best[mode], size / seconds)
+        count[mode] += 1
+        if decision is None:
+            continue
+        assert decision.rates == pytest.approx(best)
+        assert min(count.values()) >= 1
+        slower = "plain" if decision.chosen == "compressed" else "compressed"
+        assert count[slower] >= needed
+        if decision.chosen == "compressed":
+            assert best["compressed"] >= 1.25 * best["plain"]
+        else:
+            assert best["compressed"] < 1.25 * best["plain"]
