@@ -742,7 +742,7 @@ def sample_server(
     import signal
     import threading
 
-    from usenet_indexer.edge.supervisor import watch_parent
+    from usenet_indexer.edge.parent import watch_parent
     from usenet_indexer.newsservers.sample_server import SampleFeed, SampleServer, sample_groups
 
     if scale <= 0:
@@ -817,7 +817,8 @@ def edge(
     except EdgeFailure as failure:
         fail(str(failure))
     from usenet_indexer.edge.client import NodeClient
-    from usenet_indexer.edge.supervisor import GIVE_BACK_RETRIES, supervise, watch_parent
+    from usenet_indexer.edge.parent import watch_parent
+    from usenet_indexer.edge.supervisor import GIVE_BACK_RETRIES, supervise
 
     watch_parent(stop)
 
