@@ -99,7 +99,12 @@ def one_start(source: str, folder: Path) -> tuple[float, str]:
                 raise SystemExit(f"no request from the worker in 60 s: see {folder / 'worker.log'}")
         finally:
             child.send_signal(signal.SIGTERM)
-            child.wait(30)
+            try:
+                child.wait(10)
+            except subprocess.TimeoutExpired:  # main before Session 13: a SIGTERM in the idle wait hung
+                print(f"  worker {child.pid} still running 10 s after SIGTERM: killed", file=sys.stderr)
+                child.kill()
+                child.wait()
             server.shutdown()
             server.server_close()
     assert server.cpu_ns is not None
@@ -126,11 +131,18 @@ def main() -> None:
                 results[name].append(ms)
                 print(f"round {round_ + 1:>2} {name:>8}: {ms:6.1f} ms of CPU to the first request ({path})")
     summary: dict[str, float] = {}
+    first = trees[0][0]
     for name, values in results.items():
         summary[f"{name}_median_ms"] = round(statistics.median(values), 1)
         summary[f"{name}_min_ms"] = round(min(values), 1)
         median = statistics.median(values)
-        print(f"{name:>8}: median {median:6.1f} ms, min {min(values):6.1f} ms, n={len(values)}")
+        line = f"{name:>8}: median {median:6.1f} ms, min {min(values):6.1f} ms, n={len(values)}"
+        if name != first:
+            # Round by round against the first tree: the pairs share the machine's load of the moment.
+            paired = statistics.median(v - b for v, b in zip(values, results[first], strict=True))
+            summary[f"{name}_minus_{first}_paired_median_ms"] = round(paired, 1)
+            line += f"; paired median against {first}: {paired:+.1f} ms"
+        print(line)
     emit(summary)
 
 

@@ -18,6 +18,8 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from usenet_indexer.runtime import absent, on_signals
+
 DEFAULT_BATCH_ARTICLES = 500_000  # ~4% of releases get a second fragment at this size (seed 003)
 DEFAULT_IDLE_SECONDS = 30.0
 
@@ -67,9 +69,9 @@ def coordinator_environment() -> tuple[str, str, str | None]:
 
 
 def stop_on_signals() -> threading.Event:
+    """An event set on SIGTERM or SIGINT (from a thread: runtime.on_signals says why)."""
     stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
+    on_signals((signal.SIGTERM, signal.SIGINT), lambda signum: stop.set())
     return stop
 
 
@@ -121,8 +123,6 @@ def without_extras() -> None:
     installed (Typer brings the first three, SQLAlchemy greenlet, the coordinator's web stack anyio);
     ~0.15 core-seconds at a worker's start for what a worker never uses (anyio ~1 ms of it: a worker's
     client is synchronous). Each falls back without."""
-    from usenet_indexer.runtime import absent
-
     absent("rich", "click", "pygments", "greenlet", "anyio")
 
 
