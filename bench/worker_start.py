@@ -115,9 +115,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=None, help="starts of each tree (default 20)")
+    parser.add_argument("--quick", action="store_true", help="5 rounds (make bench)")
     parser.add_argument("--tree", action="append", default=[], help="NAME=SRC (repeatable): a source tree")
     args = parser.parse_args()
+    rounds = args.rounds if args.rounds is not None else (5 if args.quick else 20)
     here = str(Path(__file__).parents[1] / "src")
     trees = [tuple(spec.split("=", 1)) for spec in args.tree] or [("here", here)]
     for name, source in trees:
@@ -125,7 +127,7 @@ def main() -> None:
             raise SystemExit(f"--tree {name}={source}: no usenet_indexer package there")
     results: dict[str, list[float]] = {name: [] for name, _ in trees}
     with tempfile.TemporaryDirectory(prefix="worker-start-") as folder:
-        for round_ in range(args.rounds):
+        for round_ in range(rounds):
             for name, source in trees:
                 ms, path = one_start(source, Path(folder))
                 results[name].append(ms)
