@@ -739,17 +739,12 @@ def sample_server(
 ) -> None:
     """Serve the demo's sample groups (generated postings, not Usenet) over NNTP until Ctrl-C; point
     `run --nntp-host 127.0.0.1 --nntp-port PORT` at it."""
-    import signal
-    import threading
-
-    from usenet_indexer.edge.supervisor import watch_parent
+    from usenet_indexer.edge.parent import watch_parent
     from usenet_indexer.newsservers.sample_server import SampleFeed, SampleServer, sample_groups
 
     if scale <= 0:
         fail(f"--scale must be above 0, not {scale}")
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = stop_on_signals()
     watch_parent(stop)  # started by `demo`: gone with it
     typer.echo("generating the sample groups …", err=True)
     if live_seconds < 0:
@@ -817,7 +812,8 @@ def edge(
     except EdgeFailure as failure:
         fail(str(failure))
     from usenet_indexer.edge.client import NodeClient
-    from usenet_indexer.edge.supervisor import GIVE_BACK_RETRIES, supervise, watch_parent
+    from usenet_indexer.edge.parent import watch_parent
+    from usenet_indexer.edge.supervisor import GIVE_BACK_RETRIES, supervise
 
     watch_parent(stop)
 

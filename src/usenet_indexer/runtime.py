@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import gc
+import os
+import signal
 import sys
+import threading
+from collections.abc import Callable, Iterable
 
 # Young collections every 50,000 allocations instead of 700, and the objects alive after start-up
 # (modules, the app, settings) frozen out of every collection. Decoding a batch makes thousands of small
@@ -89,12 +93,33 @@ def tune_malloc() -> bool:
     )
 
 
+def on_signals(signals: Iterable[signal.Signals], action: Callable[[int], None]) -> None:
+    """Run ``action(signum)`` on a thread of its own for each of ``signals`` received.
+
+    Not in the handler: Python runs a handler in the main thread between two of its statements, and
+    one that sets an event may land inside that event's own ``wait()``, which holds the event's lock
+    there: ``Event.set`` then waits on that lock forever. An edge worker sent SIGTERM in its idle wait
+    never exited (gdb: the handler's ``set`` under ``Event.wait``; 1 of ~60 starts stopped at their
+    first request, Session 13), and the same wait is in every loop that stops on an event. The handler
+    only writes the signal's number to a pipe (a system call, no lock); the thread reads it and acts."""
+    read, write = os.pipe()
+
+    def relay() -> None:
+        while received := os.read(read, 1):
+            action(received[0])
+
+    threading.Thread(target=relay, name="signals", daemon=True).start()
+    for sig in signals:
+        signal.signal(sig, lambda signum, frame: os.write(write, bytes([signum])))
+
+
 __all__ = [
     "GC_THRESHOLDS",
     "MMAP_THRESHOLD",
     "TRIM_THRESHOLD",
     "TUNED_COMMANDS",
     "absent",
+    "on_signals",
     "quiet_start",
     "tune_gc",
     "tune_malloc",

@@ -1,5 +1,6 @@
 """runtime.tune_malloc: large blocks stay in malloc's heaps instead of coming back as fresh pages;
-runtime.worker_young: a batch's objects stay below an edge worker's young threshold."""
+runtime.worker_young: a batch's objects stay below an edge worker's young threshold; runtime.on_signals:
+a signal that lands inside an event's wait still sets it."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import gc
 import platform
 import random
 import resource
+import subprocess
 import sys
 
 import pytest
@@ -72,3 +74,33 @@ def test_a_batch_makes_fewer_objects_than_its_articles() -> None:
     assert body and batch.headers == len(lines) > 20_000
     assert 0 < peak < len(lines), (peak, len(lines))
     assert runtime.worker_young(len(lines)) == max(len(lines), runtime.GC_THRESHOLDS[0])
+
+
+# A signal handled where Event.wait holds the event's lock: the main thread inside ``with stop._cond``,
+# the statement boundary at which the handler ran in the hung worker (runtime.on_signals). In a child
+# process: a handler that sets the event there waits on the lock forever.
+SIGNAL_IN_WAIT = """
+import signal, threading
+from usenet_indexer.edge.main import stop_on_signals
+from usenet_indexer.local.run import install_signals
+
+stop = stop_on_signals()
+with stop._cond:
+    signal.raise_signal(signal.SIGTERM)  # the handler runs here, before raise_signal returns
+assert stop.wait(10), "SIGTERM did not set stop"
+
+stop, kill = threading.Event(), threading.Event()
+install_signals(stop, kill)  # run's: the first signal stops, a second one kills
+with stop._cond:
+    signal.raise_signal(signal.SIGINT)
+assert stop.wait(10) and not kill.is_set()
+with kill._cond:
+    signal.raise_signal(signal.SIGINT)
+assert kill.wait(10), "a second SIGINT did not set kill"
+print("stopped")
+"""
+
+
+def test_a_signal_inside_an_event_s_wait_sets_it() -> None:
+    done = subprocess.run([sys.executable, "-c", SIGNAL_IN_WAIT], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0 and done.stdout.strip() == "stopped", done.stderr

@@ -1,31 +1,37 @@
 """What a process imports to start (issue 17): the libraries a role never uses stay out of its start-up.
 
-Each check imports a role's start-up path in a fresh interpreter and lists the modules it loaded: an
-edge worker (``python -m usenet_indexer.edge``: edge/main.py's imports) needs the indexer, the wire
-and the HTTP client, not the coordinator's web stack or the store (each worker's start is paid once
-per core, at every `run`); the coordinator (``run``, ``serve``) loads its templates at the first page
-and never the pydantic v1 shim, nor the extras httpx imports for its command line. A module named
-here that comes back fails the check.
+Each check runs a role's start-up in a fresh interpreter and lists the modules it loaded: an edge
+worker (``python -m usenet_indexer.edge``, run whole until its first lease request, so that what it
+imports lazily counts too: httpcore when its client is made) needs the indexer, the wire and the HTTP
+client, not the coordinator's web stack or the store (each worker's start is paid once per core, at
+every `run`); the coordinator (``run``, ``serve``) loads its templates at the first page and never the
+pydantic v1 shim, nor the extras httpx imports for its command line. A module named here that comes
+back fails the check.
 """
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
+import os
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
 
-# The imports of `python -m usenet_indexer.edge` up to its first request (edge/__main__.py, edge/main.py).
+import pytest
+
+# `python -m usenet_indexer.edge` as a supervisor starts it (edge/supervisor.py), told to work one range
+# (``--ranges=1``): the stand-in coordinator has none, so the worker stops after its first lease request.
 WORKER = """
-from usenet_indexer.runtime import quiet_start
-quiet_start()
-from usenet_indexer.edge.main import without_extras
-without_extras()
-from usenet_indexer.logs import configure_logging
-from usenet_indexer.edge.client import NodeClient
-from usenet_indexer.edge.held import HeldFile
-from usenet_indexer.edge.supervisor import watch_parent
-from usenet_indexer.edge.worker import EdgeWorker
-from usenet_indexer.edge.lanes import run_lanes
+import runpy, sys
+sys.argv = ["usenet_indexer.edge", "--ranges=1", *sys.argv[1:]]
+try:
+    runpy.run_module("usenet_indexer.edge", run_name="__main__", alter_sys=True)
+except SystemExit as exit:
+    assert exit.code == 0, exit.code
 """
 
 # The imports of `usenet-indexer run` (cli.py's run) before it opens the store.
@@ -43,7 +49,8 @@ with without_rich():
 """
 
 # What no edge worker loads: the coordinator's web stack, its settings model, the command line, the
-# store, and what structlog and httpx import for output a worker never makes (edge/main.py).
+# store, what structlog, httpx and httpcore import for output or async code a worker never has
+# (edge/main.py), the supervisor (edge/parent.py) and the archive readers (indexing/archive_names.py).
 NOT_IN_A_WORKER = (
     "fastapi",
     "starlette",
@@ -57,6 +64,7 @@ NOT_IN_A_WORKER = (
     "rich",
     "pygments",
     "greenlet",
+    "anyio",
     "sqlalchemy",
     "alembic",
     "psycopg",
@@ -66,24 +74,81 @@ NOT_IN_A_WORKER = (
     "usenet_indexer.catalog",
     "usenet_indexer.settings",
     "usenet_indexer.storage",
+    "usenet_indexer.edge.supervisor",
+    "usenet_indexer.indexing.archives",
 )
 NOT_IN_A_COORDINATOR = ("jinja2", "pydantic.v1", "rich", "pygments", "alembic", "sqlalchemy", "boto3")
 
 
-def loaded(code: str) -> set[str]:
-    """The modules a fresh interpreter holds after ``code`` (not the ones marked absent: None)."""
+def loaded(code: str, args: list[str] | None = None, env: dict[str, str] | None = None) -> set[str]:
+    """The modules a fresh interpreter holds after ``code`` (its ``sys.argv[1:]``: ``args``; not the
+    modules marked absent: None)."""
     listing = "\nimport json, sys\nprint(json.dumps([n for n, m in sys.modules.items() if m is not None]))"
-    out = subprocess.run([sys.executable, "-c", code + listing], capture_output=True, text=True, check=True)
+    command = [sys.executable, "-c", code + listing, *(args or [])]
+    out = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
     return set(json.loads(out.stdout.splitlines()[-1]))
+
+
+class NoWork(http.server.ThreadingHTTPServer):
+    """A coordinator with nothing to lease: 204 to every request, each one's path noted."""
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _NoWorkHandler)
+        self.paths: list[str] = []
+
+
+class _NoWorkHandler(http.server.BaseHTTPRequestHandler):
+    server: NoWork
+
+    def _answer(self) -> None:
+        self.server.paths.append(self.path)
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(204)
+        self.end_headers()
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def no_work() -> Iterator[NoWork]:
+    server = NoWork()
+    serving = threading.Thread(target=server.serve_forever, daemon=True)
+    serving.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def worker_modules(args: list[str], tmp_path: Path) -> tuple[set[str], list[str]]:
+    """The modules an edge worker started with ``args`` loaded by the end of its first lease request,
+    and the paths it asked for."""
+    with no_work() as coordinator:
+        env = {
+            **os.environ,
+            "COORDINATOR_URL": f"http://127.0.0.1:{coordinator.server_address[1]}",
+            "NODE_TOKEN": "start-up",
+            "SUPERVISOR_PID": str(os.getpid()),
+            "EDGE_HELD_FILE": str(tmp_path / "held.json"),
+        }
+        modules = loaded(WORKER, args, env)
+        return modules, coordinator.paths
 
 
 def present(modules: set[str], names: tuple[str, ...]) -> list[str]:
     return sorted(n for n in names if any(m == n or m.startswith(n + ".") for m in modules))
 
 
-def test_an_edge_worker_starts_without_the_coordinator_s_libraries() -> None:
-    modules = loaded(WORKER)
-    assert "usenet_indexer.edge.worker" in modules and "httpx" in modules  # the check ran the path
+@pytest.mark.parametrize("args", [[], ["--lane=history"]], ids=["ranges", "lanes"])
+def test_an_edge_worker_starts_without_the_coordinator_s_libraries(args: list[str], tmp_path: Path) -> None:
+    modules, paths = worker_modules(args, tmp_path)
+    # the check ran the whole start: the client was made and asked for work
+    assert "usenet_indexer.edge.worker" in modules and "httpcore" in modules
+    assert len(paths) == 1 and paths[0].startswith("/api/v1/node/" + ("groups/lease" if args else "lease"))
     assert present(modules, NOT_IN_A_WORKER) == []
 
 

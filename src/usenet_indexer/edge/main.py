@@ -18,6 +18,8 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from usenet_indexer.runtime import absent, on_signals
+
 DEFAULT_BATCH_ARTICLES = 500_000  # ~4% of releases get a second fragment at this size (seed 003)
 DEFAULT_IDLE_SECONDS = 30.0
 
@@ -67,9 +69,9 @@ def coordinator_environment() -> tuple[str, str, str | None]:
 
 
 def stop_on_signals() -> threading.Event:
+    """An event set on SIGTERM or SIGINT (from a thread: runtime.on_signals says why)."""
     stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
+    on_signals((signal.SIGTERM, signal.SIGINT), lambda signum: stop.set())
     return stop
 
 
@@ -79,7 +81,7 @@ def work(options: EdgeOptions, stop: threading.Event) -> None:
     url, token, authority = coordinator_environment()
     from usenet_indexer.edge.client import NodeClient
     from usenet_indexer.edge.held import HeldFile
-    from usenet_indexer.edge.supervisor import watch_parent
+    from usenet_indexer.edge.parent import watch_parent
     from usenet_indexer.edge.worker import EdgeWorker
     from usenet_indexer.runtime import tune_gc, tune_malloc, worker_young
 
@@ -115,14 +117,13 @@ def work(options: EdgeOptions, stop: threading.Event) -> None:
 
 
 def without_extras() -> None:
-    """Mark rich, click, pygments and greenlet absent in this process: structlog imports rich for its
-    tracebacks and greenlet for its (deprecated) thread-local context, and httpx rich, click and
-    pygments for its own command line, whenever they are installed (Typer brings the first three,
-    SQLAlchemy greenlet); ~0.15 core-seconds at a worker's start for what a worker never uses. Both
-    fall back without."""
-    from usenet_indexer.runtime import absent
-
-    absent("rich", "click", "pygments", "greenlet")
+    """Mark rich, click, pygments, greenlet and anyio absent in this process: structlog imports rich
+    for its tracebacks and greenlet for its (deprecated) thread-local context, httpx rich, click and
+    pygments for its own command line, and httpcore anyio for its async locks, whenever they are
+    installed (Typer brings the first three, SQLAlchemy greenlet, the coordinator's web stack anyio);
+    ~0.15 core-seconds at a worker's start for what a worker never uses (anyio ~1 ms of it: a worker's
+    client is synchronous). Each falls back without."""
+    absent("rich", "click", "pygments", "greenlet", "anyio")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -36,6 +36,7 @@ from typing import IO
 
 from usenet_indexer.edge.client import ApiError, NodeClient
 from usenet_indexer.edge.held import HELD_FILE_VARIABLE, read_held
+from usenet_indexer.edge.parent import PARENT_PID_VARIABLE
 from usenet_indexer.leases.errors import LeaseLost
 from usenet_indexer.logs import get_logger
 from usenet_indexer.wire.held import Held, HeldFileError
@@ -48,7 +49,6 @@ RESTART_DELAY_SECONDS = float(os.environ.get("EDGE_RESTART_DELAY", "10"))
 STEADY_SECONDS = 60.0
 POLL_SECONDS = 0.1  # how soon a dead child is seen
 GIVE_BACK_RETRIES = 3  # a coordinator away for longer: the leases lapse after the TTL, as before
-PARENT_PID_VARIABLE = "SUPERVISOR_PID"
 
 
 def restart_delay(crashes: int, cap: float = RESTART_DELAY_SECONDS) -> float:
@@ -201,22 +201,6 @@ def supervise(
             path.unlink(missing_ok=True)
         with contextlib.suppress(OSError):
             held_dir.rmdir()
-
-
-def watch_parent(stop: threading.Event) -> None:
-    """In a supervised child (an edge worker, ``demo``'s sample server): set ``stop`` once the parent
-    that started us is gone."""
-    expected = os.environ.get(PARENT_PID_VARIABLE)
-    if not expected:
-        return
-
-    def watch() -> None:
-        while not stop.wait(1.0):
-            if str(os.getppid()) != expected:
-                log.warning("edge.parent_gone", parent=expected, action="stopping")
-                stop.set()
-
-    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def node_leases(client: NodeClient) -> Held:

@@ -6,7 +6,8 @@ The names the rest of the project uses are re-exported here; modules:
 - rules.py      versioned, group-scoped subject rules and the built-in default set
 - naming.py     member files, release base names, obfuscation, display names
 - par2.py       real file names from a PAR2 index (what the probe reads)
-- archives.py   the first archive volume to probe, and whether its start says passworded
+- archive_names.py the first archive volume to probe, by the file names
+- archives.py   whether an archive volume's start says passworded
 - indexer.py    RangeIndexer: chunks of a leased range to batches of release fragments
 - fragment.py   Batch, ReleaseFragment, FileFragment, ProbeCandidate and their dict form
 - merge.py      merging fragments (commutative, associative), release totals, the segment blob

@@ -28,7 +28,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from usenet_indexer.indexing.archives import ArchiveStart, first_volume, read_archive_start
+from usenet_indexer.indexing.archive_names import first_volume
+from usenet_indexer.indexing.archives import ArchiveStart, read_archive_start
 from usenet_indexer.indexing.fragment import FileFragment
 from usenet_indexer.indexing.naming import FileKind, file_kind, looks_obfuscated, release_base
 from usenet_indexer.indexing.par2 import Par2Error, Par2Index, RecoveryHead, read_par2, recovery_head

@@ -58,7 +58,7 @@ from operator import attrgetter, itemgetter, lt
 from typing import NamedTuple
 
 from usenet_indexer import accelerator
-from usenet_indexer.indexing.archives import first_volume
+from usenet_indexer.indexing.archive_names import first_volume
 from usenet_indexer.indexing.fragment import (
     MAX_MESSAGE_ID,
     MAX_TEXT,
@@ -830,7 +830,7 @@ _ARCHIVES = frozenset({FileKind.RAR, FileKind.SEVEN_ZIP, FileKind.SPLIT})
 
 
 def first_volume_held(files: Sequence[FileFragment]) -> FileFragment | None:
-    """The first volume of the main archive set among ``files`` (``archives.first_volume`` of their
+    """The first volume of the main archive set among ``files`` (``archive_names.first_volume`` of their
     names), when its first article is held: the article that tells the ``password`` attribute. The
     worker's candidate and the probe's pick (catalog/probe.py) are this one choice."""
     first = first_volume([f.name for f in files])
@@ -841,7 +841,7 @@ def password_candidate(
     fragment: ReleaseFragment, files: list[tuple[FileKind, FileFragment]]
 ) -> ProbeCandidate | None:
     """A release its subjects name, when this fragment holds the first article of its first archive
-    volume (``archives.first_volume`` of the fragment's files): the probe reads that article's archive
+    volume (``archive_names.first_volume`` of the fragment's files): the probe reads that article's archive
     headers for the ``password`` attribute (Sonarr and Radarr skip passworded releases). Once per
     release, where that article is; obfuscated releases are probed for their names, and this with it."""
     if not any(kind in _ARCHIVES for kind, _ in files):

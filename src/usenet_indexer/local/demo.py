@@ -94,7 +94,7 @@ class SampleServerProcess:
     generating the sample there overlaps with the coordinator's start (2 cores: each its own)."""
 
     def __init__(self, scale: float, block_articles: int, live_seconds: float) -> None:
-        from usenet_indexer.edge.supervisor import PARENT_PID_VARIABLE
+        from usenet_indexer.edge.parent import PARENT_PID_VARIABLE
 
         self.process = subprocess.Popen(
             [

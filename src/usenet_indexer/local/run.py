@@ -47,7 +47,7 @@ from usenet_indexer.leases.errors import LeaseLost
 from usenet_indexer.local.progress import ProgressReader, Snapshot
 from usenet_indexer.local.view import View
 from usenet_indexer.logs import get_logger, without_rich
-from usenet_indexer.runtime import tune_gc, tune_malloc
+from usenet_indexer.runtime import on_signals, tune_gc, tune_malloc
 from usenet_indexer.settings import Settings
 
 if TYPE_CHECKING:
@@ -418,13 +418,12 @@ def install_signals(stop: threading.Event, kill: threading.Event) -> None:
     """SIGINT, SIGTERM and SIGHUP (the terminal closed) stop in order; a second one kills the workers
     still running."""
 
-    def handle(signum: int, frame: object) -> None:
+    def handle(signum: int) -> None:
         if stop.is_set():
             kill.set()
         stop.set()
 
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, handle)
+    on_signals((signal.SIGINT, signal.SIGTERM, signal.SIGHUP), handle)
 
 
 def summary(first: Snapshot | None, last: Snapshot | None, seconds: float) -> str:

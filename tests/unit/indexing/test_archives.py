@@ -32,7 +32,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support.rar import Member, rar4, rar5, vint
-from usenet_indexer.indexing import archives
+from usenet_indexer.indexing import archive_names
+from usenet_indexer.indexing.archive_names import first_volume
 from usenet_indexer.indexing.archives import (
     MAX_HEADERS,
     RAR4_MARKER,
@@ -40,7 +41,6 @@ from usenet_indexer.indexing.archives import (
     SEVEN_ZIP_SIGNATURE,
     ArchiveKind,
     ArchiveStart,
-    first_volume,
     read_archive_start,
 )
 
@@ -674,6 +674,7 @@ _VOLUME_PIECES = st.sampled_from(
 def test_the_volume_end_test_never_drops_a_volume(name: str) -> None:
     """_volume_of tests a name's end before its five patterns: a name one of them matches has such an
     end (so the reading is the one the patterns alone give)."""
-    patterns = (archives._RAR_PART, archives._RAR, archives._RAR_OLD_VOLUME, archives._SEVEN_ZIP_PART)
-    if any(p.fullmatch(name) for p in (*patterns, archives._SEVEN_ZIP)):
-        assert archives._VOLUME_END.search(name) is not None
+    names = archive_names
+    patterns = (names._RAR_PART, names._RAR, names._RAR_OLD_VOLUME, names._SEVEN_ZIP_PART, names._SEVEN_ZIP)
+    if any(p.fullmatch(name) for p in patterns):
+        assert archive_names._VOLUME_END.search(name) is not None
