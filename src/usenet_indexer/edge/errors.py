@@ -1,0 +1,12 @@
+"""The errors of the coordinator's node API as an edge worker sees them (edge/client.py raises them;
+the give-back, edge/give_back.py, which the client calls, catches them)."""
+
+from __future__ import annotations
+
+
+class ApiError(Exception):
+    """A call the coordinator refused (4xx other than 409) or kept failing (5xx, network)."""
+
+
+class StreamBroken(Exception):
+    """A chunk stream cut in the middle (the coordinator went away): the range is given back."""
