@@ -81,7 +81,7 @@ def first_answer_lost(path: str) -> Callable[[httpx.Request], bool]:
 
     def lose(request: httpx.Request) -> bool:
         if request.url.path.endswith(path) and not lost:
-            lost.append(request.url.params["claim"])
+            lost.append(request.url.params.get("claim", ""))
             return True
         return False
 
