@@ -64,7 +64,8 @@ class GroupLeases:
 
     def lease(self, node_id: int, lane: str, claim: str | None = None) -> GroupLease | None:
         """A group with ranges left in ``lane`` and no live holder of it, claimed by compare-and-set.
-        ``claim``: the tag the worker asked under (leases/claims.py)."""
+        ``claim``: the tag the worker asked under (leases/claims.py); a retry under it is answered with
+        the lane it was granted, while that is live."""
         lane = check_lane(lane)
         params = {
             "lane": lane,
@@ -146,7 +147,8 @@ class GroupLeases:
         self, group_id: int, node_id: int, lane: str, epoch: int, claim: str | None = None
     ) -> RangeLease | None:
         """The lane's next range in article order, leased to the lane's holder (None: nothing left now).
-        ``claim``: the tag the worker asked under (leases/claims.py)."""
+        ``claim``: the tag the worker asked under (leases/claims.py); a retry under it, the lane still
+        held, is answered with the range it was granted, while that is live."""
         lane = check_lane(lane)
         key = {
             "group_id": group_id,

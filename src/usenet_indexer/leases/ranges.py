@@ -136,7 +136,8 @@ class RangeLeases:
 
     def lease(self, node_id: int, claim: str | None = None) -> RangeLease | None:
         """The next range for ``node_id``. ``claim``: the tag the worker asked under, recorded with the
-        grant; none is made under a tag its supervisor revoked (leases/claims.py)."""
+        grant; none is made under a revoked tag, and a retry under it is answered with the range it was
+        granted, while that is live (leases/claims.py)."""
         params = {
             "node_id": node_id,
             "claim": claim,
