@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from usenet_indexer.edge.errors import ApiError, StreamBroken
+from usenet_indexer.edge.errors import ApiError, Refused, StreamBroken
 from usenet_indexer.edge.give_back import GivenBack, give_back_claimed
 from usenet_indexer.edge.held import HeldFile, new_claim
 from usenet_indexer.leases.errors import LeaseLost
@@ -45,7 +45,7 @@ MAX_BACKOFF_SECONDS = 60.0
 API = "/api/v1/node"
 
 
-__all__ = ["ApiError", "Lease", "NodeClient", "StreamBroken"]
+__all__ = ["ApiError", "Lease", "NodeClient", "Refused", "StreamBroken"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +153,11 @@ class NodeClient:
                 if response.status_code < 400 or response.status_code == 404:
                     return response
                 if response.status_code < 500:
-                    raise ApiError(f"{method} {path}: HTTP {response.status_code}: {_reason(response)}")
+                    raise Refused(
+                        f"{method} {path}: HTTP {response.status_code}: {_reason(response)}",
+                        status=response.status_code,
+                        attempt=attempt,
+                    )
                 failure = f"HTTP {response.status_code}"
             if attempt == tries:
                 raise ApiError(f"{method} {path}: gave up after {tries} tries ({failure})")
@@ -194,6 +198,12 @@ class NodeClient:
                 self._unclaimed(claim)
                 return None
             return read(response), claim
+        except Refused as refused:
+            if refused.attempt == 1:  # its only try refused: nothing granted (a disabled node's
+                self._unclaimed(claim)  # tags would pile up in the file, one per request)
+            else:
+                self.unsettled.append(claim)
+            raise
         except BaseException:
             self.unsettled.append(claim)
             raise

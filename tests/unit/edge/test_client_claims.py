@@ -20,7 +20,7 @@ from tests.support.databases import SqliteTemplate
 from tests.support.store import TTL, query, services_for
 from usenet_indexer.coordinator.http.app import create_app
 from usenet_indexer.coordinator.wiring import Services
-from usenet_indexer.edge.client import ApiError, NodeClient
+from usenet_indexer.edge.client import ApiError, NodeClient, Refused
 from usenet_indexer.edge.held import HeldFile, read_held
 from usenet_indexer.leases.audit import audit
 
@@ -202,5 +202,11 @@ def test_a_worker_that_stops_settles_what_is_left(services: Services, transport:
         transport.lose = lambda request: False
         given = client.settle_claims()
         assert (given.lanes, client.unsettled) == (1, [])
-    assert query(services.db, "SELECT node_id FROM group_leases WHERE node_id IS NOT NULL") == []
+        assert query(services.db, "SELECT node_id FROM group_leases WHERE node_id IS NOT NULL") == []
+        # A request refused at its only try (the node disabled) was granted nothing: no tag to keep,
+        # so a disabled node's worker does not pile them up, one per request.
+        services.nodes.set_enabled(str(query(services.db, "SELECT name FROM nodes")[0]["name"]), False)
+        with pytest.raises(Refused, match="HTTP 403"):
+            client.lease_group("history")
+        assert client.unsettled == []
     check_audit(services)
