@@ -4,9 +4,9 @@ A worker's request whose grant committed and whose answer was lost is retried un
 retry is answered with that grant (same range or lane, same epoch), not a second one. A worker whose
 request failed for good revokes the tag and gives back what the revoke found. At statement
 boundaries: a retry that arrives while its first try is still granting waits for the commit and
-finds the grant; a revoke that comes while a retry is answering waits for it and finds the grant, and
-a retry after the revoke is answered with nothing. The audit is the oracle (9: never two live grants
-under one tag).
+finds the grant; a revoke that comes while a retry is answering waits for it and finds the grant; a
+retry that comes while the revoke holds the tag's lock waits and is answered with nothing. The audit
+is the oracle (9: never two live grants under one tag).
 """
 
 from __future__ import annotations
@@ -154,26 +154,40 @@ def test_a_retry_arriving_while_its_first_try_grants_waits_and_gets_that_grant(
     check_audit(services)
 
 
+@pytest.mark.parametrize("order", ["retry first", "revoke first"])
 @pytest.mark.parametrize("kind", KINDS)
-def test_a_revoke_racing_a_retry_waits_for_it_and_gives_back_the_one_grant(
-    services: Services, script: Interleaving, node: int, group_id: int, kind: str
+def test_a_revoke_racing_a_retry_finds_the_one_grant_and_gives_it_back(
+    services: Services, script: Interleaving, node: int, group_id: int, kind: str, order: str
 ) -> None:
-    """The worker gave up on its request and revokes the tag while a retry of it is still at the
-    coordinator, answering (its lock held): the revoke waits, then finds the one grant, which the
-    give-back ends; the retry's answer, which nobody reads, is that same grant, not a second one."""
-    if not in_flight(services, kind):
-        pytest.skip("lease_take is one statement on PostgreSQL: nothing lands inside it")
+    """The worker gave up on its request (every answer lost) and revokes the tag while a retry of it
+    is still at the coordinator. Retry first (its tag's lock held): the revoke waits, the retry is
+    answered with the first try's grant, not a second one, and the revoke finds that one grant.
+    Revoke first: the retry waits, then is answered with nothing; the revoke found the one grant the
+    earlier tries made. Either way the give-back under the tag ends it."""
     ask = request_of(services, node, group_id, kind)
     first = ask(TAG)  # committed; its answer lost
     assert first is not None
-    retry = script.spawn("retry", ask, TAG)
-    script.run(retry, until="COMMIT")  # answered, not committed: the tag's lock held
-    revoke = script.spawn("worker's revoke", services.claims.revoke, node, TAG)
-    script.run(revoke)
-    assert revoke.state == "blocked"
-    answered = script.finish(retry)
-    assert answered is not None and identity(answered) == identity(first)
-    found = script.free(revoke).outcome()
+    if order == "retry first":
+        if not in_flight(services, kind):
+            pytest.skip("lease_take is one statement on PostgreSQL: nothing lands inside it")
+        retry = script.spawn("retry", ask, TAG)
+        script.run(retry, until="COMMIT")  # answered, not committed: the tag's lock held
+        revoke = script.spawn("worker's revoke", services.claims.revoke, node, TAG)
+        script.run(revoke)
+        assert revoke.state == "blocked"
+        answered = script.finish(retry)
+        assert answered is not None and identity(answered) == identity(first)
+        found = script.free(revoke).outcome()
+    else:
+        again = ask(TAG)  # a retry, its answer lost too
+        assert again is not None and identity(again) == identity(first)
+        revoke = script.spawn("worker's revoke", services.claims.revoke, node, TAG)
+        script.run(revoke, until="claim_revoke")  # the tag's lock taken (SQLite: the write lock)
+        retry = script.spawn("last retry", ask, TAG)
+        script.run(retry)
+        assert retry.state == "blocked"
+        found = script.free(revoke).outcome()
+        assert script.free(retry).outcome() is None
     assert (found.ranges | found.lanes) == {identity(first)}
     for range_id, epoch in found.ranges:
         assert services.ranges.release(range_id, node, epoch, claim=TAG) == "released"
