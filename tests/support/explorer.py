@@ -2,8 +2,9 @@
 at a time in a random order, with the database's clock moved past TTLs between steps; the lease audit
 and the actors' own receipts are the oracle.
 
-Each actor runs a small program of lease operations, the way a worker, a lane worker, the planner, a
-loop of a second coordinator or the finish-abandoned loop would (``PROGRAMS``). Every statement it
+Each actor runs a small program of lease operations, the way a worker (one retrying its lease request
+under its claim tag too), a lane worker, the planner, a loop of a second coordinator or the
+finish-abandoned loop would (``PROGRAMS``). Every statement it
 sends stops it (tests/support/interleave.py); the scheduler picks which paused actor sends its next
 statement, so every schedule is one interleaving at statement boundaries, reproducible from its seed.
 
@@ -42,6 +43,7 @@ NODES = 6
 REFUSALS = (LeaseLost, RangeError, Fenced, GroupError)
 # The tables a schedule writes, emptied before the next one.
 TABLES = (
+    "claims_revoked",
     "snapshot_log",
     "lane_log",
     "lease_log",
@@ -135,6 +137,31 @@ def worker(world: World, rng: random.Random, node: int) -> None:
     elif end < 0.7:
         _refused(ranges.corrupt, lease.range_id, node, lease.epoch, rng.randint(lease.start, lease.end))
     # else: silent, as a worker that died
+
+
+def retrying_worker(world: World, rng: random.Random, node: int) -> None:
+    """A worker whose lease request is sent again under its claim tag (its answers lost: a retry is
+    answered with the grant it made, leases/claims.py), then works the range, or gives up: revokes the
+    tag and gives back what the revoke finds (edge/give_back.py), while the grant may lapse and be taken
+    over meanwhile (issue 17)."""
+    ranges = world.services.ranges
+    claim = f"{rng.getrandbits(128):032x}"
+    lease = None
+    for _ in range(rng.randint(1, 3)):
+        lease = ranges.lease(node, claim)
+        if lease is not None:
+            world.receipts.grants.add((lease.range_id, lease.epoch, node))
+    if rng.random() < 0.5:
+        found = world.services.claims.revoke(node, claim)
+        for range_id, epoch in found.ranges:
+            _refused(ranges.release, range_id, node, epoch, claim=claim)
+        return
+    if lease is not None:
+        at = _batches(world, rng, lease, node)
+        if at > lease.end:
+            _refused(ranges.finish, lease.range_id, node, lease.epoch)
+        else:
+            _refused(ranges.release, lease.range_id, node, lease.epoch)
 
 
 def lane_worker(world: World, rng: random.Random, node: int) -> None:
@@ -234,6 +261,7 @@ def reaper(world: World, rng: random.Random, node: int) -> None:
 
 PROGRAMS: tuple[tuple[Program, float], ...] = (
     (worker, 4.0),
+    (retrying_worker, 1.5),
     (lane_worker, 2.0),
     (planner, 1.0),
     (retirer, 0.5),

@@ -7,8 +7,14 @@ retried: the worker stops that range at once.
 Under a supervisor the client records every lease it is granted in the worker's held-leases file
 (edge/held.py) before handing it over, and removes it once it ended (finished, released, reported
 corrupt, or refused as lost), so that the supervisor can give back exactly these if the worker dies.
-Every lease request carries a claim tag written to that file before it is sent, so that a grant
-whose answer the worker never read is given back too (leases/claims.py).
+
+Every lease request (a range, a lane, a lane's next range) carries a **claim tag**, new for each
+request and the same for its retries (leases/claims.py), written to that file before it is sent when
+there is one (a worker without a supervisor sends one too). A retry of a request whose grant committed
+and whose answer was lost is answered with that grant, not a second one. A request that fails for good
+leaves its tag to settle: before the next lease request (and when the worker stops) the client
+revokes it and gives back what was granted under it (edge/give_back.py), in seconds where such a
+grant used to wait out the TTL (issue 17); until then the tag stays in the file, for the supervisor.
 """
 
 from __future__ import annotations
@@ -22,7 +28,9 @@ from typing import Any, TypeVar
 
 import httpx
 
-from usenet_indexer.edge.held import HeldFile
+from usenet_indexer.edge.errors import ApiError, Refused, StreamBroken
+from usenet_indexer.edge.give_back import GivenBack, give_back_claimed
+from usenet_indexer.edge.held import HeldFile, new_claim
 from usenet_indexer.leases.errors import LeaseLost
 from usenet_indexer.logs import get_logger
 from usenet_indexer.wire.batch import BATCH_MEDIA_TYPE
@@ -37,12 +45,7 @@ MAX_BACKOFF_SECONDS = 60.0
 API = "/api/v1/node"
 
 
-class ApiError(Exception):
-    """A call the coordinator refused (4xx other than 409) or kept failing (5xx, network)."""
-
-
-class StreamBroken(Exception):
-    """A chunk stream cut in the middle (the coordinator went away): the range is given back."""
+__all__ = ["ApiError", "Lease", "NodeClient", "Refused", "StreamBroken"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +116,9 @@ class NodeClient:
         self._sleep = sleep
         self.held = held
         self.retries = retries
+        # Tags of lease requests that failed for good, oldest first: to revoke, and what was granted
+        # under them to give back (settle_claims). Touched by the thread that asks for leases only.
+        self.unsettled: list[str] = []
         self._http = httpx.Client(
             base_url=self.base_url,
             headers={"Authorization": f"Bearer {token}", "User-Agent": "usenet-indexer-edge/1"},
@@ -132,9 +138,11 @@ class NodeClient:
 
     # -- the one wrapper --------------------------------------------------------------------------
 
-    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        """``method path`` with retries; the response for < 400 and 404; LeaseLost for 409."""
-        for attempt in range(1, self.retries + 1):
+    def request(self, method: str, path: str, *, tries: int | None = None, **kwargs: Any) -> httpx.Response:
+        """``method path`` with retries (``tries``, else the client's); the response for < 400 and
+        404; LeaseLost for 409."""
+        tries = tries or self.retries
+        for attempt in range(1, tries + 1):
             try:
                 response = self._http.request(method, f"{API}/{path}", **kwargs)
             except httpx.TransportError as error:
@@ -145,10 +153,14 @@ class NodeClient:
                 if response.status_code < 400 or response.status_code == 404:
                     return response
                 if response.status_code < 500:
-                    raise ApiError(f"{method} {path}: HTTP {response.status_code}: {_reason(response)}")
+                    raise Refused(
+                        f"{method} {path}: HTTP {response.status_code}: {_reason(response)}",
+                        status=response.status_code,
+                        attempt=attempt,
+                    )
                 failure = f"HTTP {response.status_code}"
-            if attempt == self.retries:
-                raise ApiError(f"{method} {path}: gave up after {self.retries} tries ({failure})")
+            if attempt == tries:
+                raise ApiError(f"{method} {path}: gave up after {tries} tries ({failure})")
             wait = backoff(attempt)
             log.warning("coordinator.retry", call=f"{method} {path}", failure=failure, wait=round(wait, 1))
             self._sleep(wait)
@@ -160,7 +172,7 @@ class NodeClient:
         return self._lease_range("lease", {})
 
     def _lease_range(self, path: str, params: dict[str, int | str]) -> Lease | None:
-        """A range lease asked for under a claim tag written ahead (when supervised)."""
+        """A range lease asked for under a claim tag (written ahead when supervised)."""
         got = self._claimed_request(path, params, lambda response: Lease.from_json(response.json()))
         if got is None:
             return None
@@ -171,29 +183,64 @@ class NodeClient:
 
     def _claimed_request(
         self, path: str, params: dict[str, int | str], read: Callable[[httpx.Response], T]
-    ) -> tuple[T, str | None] | None:
-        """``read`` of the answer to a lease request sent under a claim tag written ahead into the held
-        file (when supervised), and the tag; None when nothing was granted (204). A request or answer
-        that fails drops the tag: a grant whose answer was lost lapses after the TTL, as before."""
-        claim = self.held.claim() if self.held is not None else None
+    ) -> tuple[T, str] | None:
+        """``read`` of the answer to a lease request sent under a new claim tag (written ahead into the
+        held file when supervised), and the tag; None when nothing was granted (204). Its retries
+        carry the same tag, so one whose first answer was lost gets the grant the first try made. A
+        request that fails for good, or whose answer does not read, leaves its tag to settle: the
+        grant a try may have made is given back at the next settle, not left to its TTL. The tags of
+        earlier failures are settled first, in one try (a coordinator still away: at the next)."""
+        self.settle_claims(tries=1)
+        claim = self.held.claim() if self.held is not None else new_claim()
         try:
-            response = self.request("POST", path, params=_claimed(params, claim))
+            response = self.request("POST", path, params={**params, "claim": claim})
             if response.status_code == 204:
                 self._unclaimed(claim)
                 return None
             return read(response), claim
+        except Refused as refused:
+            if refused.attempt == 1:  # its only try refused: nothing granted (a disabled node's
+                self._unclaimed(claim)  # tags would pile up in the file, one per request)
+            else:
+                self.unsettled.append(claim)
+            raise
         except BaseException:
-            self._unclaimed(claim)
+            self.unsettled.append(claim)
             raise
 
-    def _unclaimed(self, claim: str | None) -> None:
+    def settle_claims(self, tries: int | None = None) -> GivenBack:
+        """Revoke the tags of lease requests that failed for good, oldest first, and give back what was
+        granted under them (edge/give_back.py, as a supervisor does for a dead worker, logged as
+        released); each tag leaves the held file once revoked. Stops at the first revoke that does not
+        reach the coordinator: the rest wait for the next call."""
+        given = GivenBack()
+        while self.unsettled:
+            claim = self.unsettled[0]
+            settled = give_back_claimed(self, claim, reclaim=False, tries=tries)
+            if settled is None:
+                break
+            self.unsettled.pop(0)
+            self._unclaimed(claim)
+            given += settled
+        if given != GivenBack():
+            log.warning(
+                "edge.claims_settled",
+                ranges_released=given.released,
+                ranges_finished=given.finished,
+                lanes=given.lanes,
+                refused=given.refused,
+                failed=given.failed,
+            )
+        return given
+
+    def _unclaimed(self, claim: str) -> None:
         if self.held is not None:
             self.held.drop_claim(claim)
 
-    def revoke_claim(self, claim: str) -> Held:
-        """For a supervisor: no grant under ``claim`` any more; what was granted under it (the node's
-        live leases, to give back with the tag)."""
-        return decode_held(self.request("POST", f"claims/{claim}/revoke").content)
+    def revoke_claim(self, claim: str, *, tries: int | None = None) -> Held:
+        """No grant under ``claim`` any more; what was granted under it (the node's live leases, to give
+        back with the tag). Revoking twice is harmless."""
+        return decode_held(self.request("POST", f"claims/{claim}/revoke", tries=tries).content)
 
     def node_leases(self) -> Held:
         """This node's live leases (the coordinator's view, in the held-leases format)."""
@@ -365,8 +412,7 @@ def _lane_grant(response: httpx.Response) -> tuple[dict[str, Any], int, int]:
 
 
 def _claimed(params: dict[str, int | str], claim: str | None) -> dict[str, int | str]:
-    """``params`` with the claim tag, when there is one (a coordinator before migration 0018 ignores
-    it; one after grants without a tag as before)."""
+    """``params`` with the claim tag of a give-back, when there is one."""
     return params if claim is None else {**params, "claim": claim}
 
 

@@ -19,7 +19,8 @@ A lease the coordinator granted whose answer the worker had not read yet when it
 by (range, epoch) (the bench's first kill, 0.1 s after a grant, found one), so before each lease
 request the worker writes a random **claim tag** here and sends it with the request; the grant records
 it, and the tag is replaced by the lease in one write once the answer is read (or dropped: no grant,
-or the request failed). The supervisor of a worker that died revokes the tags its file names, and
+or the request failed for good and the worker revoked the tag itself, edge/give_back.py; until then it
+stays here). The supervisor of a worker that died revokes the tags its file names, and
 gives back what was granted under them (leases/claims.py): under ``edge --processes`` too, where the
 node is shared and such a grant used to wait out the TTL.
 """
@@ -38,6 +39,11 @@ from usenet_indexer.wire.held import Held, HeldFileError, decode_held
 log = get_logger(__name__)
 
 HELD_FILE_VARIABLE = "EDGE_HELD_FILE"
+
+
+def new_claim() -> str:
+    """A claim tag for one lease request (and its retries): 128 random bits in hex."""
+    return secrets.token_hex(16)
 
 
 @dataclass
@@ -61,14 +67,15 @@ class HeldFile:
 
     def claim(self) -> str:
         """A new claim tag, written here before the lease request that carries it is sent."""
-        tag = secrets.token_hex(16)
+        tag = new_claim()
         with self._lock:
             self._claims.add(tag)
             self._write()
         return tag
 
     def drop_claim(self, claim: str | None) -> None:
-        """The request under ``claim`` was answered with no grant, or failed."""
+        """The request under ``claim`` was answered with no grant, or failed and its tag was revoked
+        (what was granted under it given back)."""
         with self._lock:
             if claim in self._claims:
                 self._claims.discard(claim)

@@ -114,6 +114,9 @@ def work(options: EdgeOptions, stop: threading.Event) -> None:
                 run_lanes(worker, options.lane, max_ranges=options.ranges)
         finally:
             worker.close()
+            # A lease request that failed for good and was not settled since: what it was granted
+            # goes back now, not after the TTL (edge/client.py).
+            client.settle_claims()
 
 
 def without_extras() -> None:

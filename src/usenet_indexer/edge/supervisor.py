@@ -16,7 +16,8 @@ dying waits longer each time. Before, its leases waited out the TTL and the rest
 ``kill -9`` of a worker made a one-million-header ``run`` take 150 s instead of 11. A grant whose
 answer it had not read is found by the claim tag its file names for that request: the tag is revoked
 and what was granted under it given back (leases/claims.py); under ``edge --processes`` such a grant
-used to wait out the TTL (120 s by default).
+used to wait out the TTL (120 s by default). The give-back is edge/give_back.py's, which a worker
+whose own lease request failed for good uses too.
 """
 
 from __future__ import annotations
@@ -30,16 +31,14 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from usenet_indexer.edge.client import ApiError, NodeClient
+from usenet_indexer.edge.client import NodeClient
+from usenet_indexer.edge.give_back import GivenBack, give_back, give_back_claimed, node_leases
 from usenet_indexer.edge.held import HELD_FILE_VARIABLE, read_held
 from usenet_indexer.edge.parent import PARENT_PID_VARIABLE
-from usenet_indexer.leases.errors import LeaseLost
 from usenet_indexer.logs import get_logger
-from usenet_indexer.wire.held import Held, HeldFileError
 
 log = get_logger(__name__)
 
@@ -131,7 +130,7 @@ def supervise(
             with reclaiming as client:
                 given = give_back(client, held)
                 for claim in sorted(held.claims):  # grants it asked for and never read
-                    given += give_back(client, claimed(client, claim), claim=claim)
+                    given += give_back_claimed(client, claim, reclaim=True) or GivenBack()
                 if own_nodes:  # whatever else the node holds is this child's too
                     given += give_back(client, node_leases(client))
         except Exception as error:  # the supervisor goes on: the leases lapse after the TTL
@@ -201,77 +200,3 @@ def supervise(
             path.unlink(missing_ok=True)
         with contextlib.suppress(OSError):
             held_dir.rmdir()
-
-
-def node_leases(client: NodeClient) -> Held:
-    """The node's live leases as the coordinator has them (nothing when it cannot say)."""
-    try:
-        return client.node_leases()
-    except (ApiError, OSError, HeldFileError) as error:
-        log.warning("edge.node_leases_failed", error=str(error))
-        return Held()
-
-
-def claimed(client: NodeClient, claim: str) -> Held:
-    """``claim`` revoked, and the node's live leases granted under it (nothing when the coordinator
-    cannot say: then they lapse after the TTL, as before)."""
-    try:
-        return client.revoke_claim(claim)
-    except (ApiError, OSError, HeldFileError) as error:
-        log.warning("edge.claim_revoke_failed", claim=claim, error=str(error))
-        return Held()
-
-
-@dataclass(frozen=True, slots=True)
-class GivenBack:
-    released: int = 0
-    finished: int = 0
-    lanes: int = 0
-    refused: int = 0
-    failed: int = 0
-
-    def __add__(self, other: GivenBack) -> GivenBack:
-        return GivenBack(
-            self.released + other.released,
-            self.finished + other.finished,
-            self.lanes + other.lanes,
-            self.refused + other.refused,
-            self.failed + other.failed,
-        )
-
-
-def give_back(client: NodeClient, held: Held, *, claim: str | None = None) -> GivenBack:
-    """Give back ``held`` on a dead worker's behalf: its ranges first (a lane's next holder waits while
-    the lane's range is held), then its lanes; with ``claim``, each only if granted under that tag. A
-    release the coordinator refuses (409: the lease ended or was taken over meanwhile) changes
-    nothing; one that fails (the coordinator away) leaves the lease to lapse after the TTL, as
-    before."""
-    released = finished = lanes = refused = failed = 0
-    for range_id, epoch in sorted(held.ranges):
-        try:
-            outcome = client.call(range_id, epoch, "release", reclaim=True, claim=claim).get(
-                "outcome", "released"
-            )
-        except LeaseLost as lost:
-            refused += 1
-            log.info("edge.give_back_refused", range=range_id, epoch=epoch, reason=lost.reason)
-            continue
-        except (ApiError, OSError) as error:
-            failed += 1
-            log.warning("edge.give_back_failed", range=range_id, epoch=epoch, error=str(error))
-            continue
-        if outcome == "finished":
-            finished += 1
-        else:
-            released += 1
-    for group_id, lane, epoch in sorted(held.lanes):
-        try:
-            client.group_call(group_id, lane, epoch, "release", reclaim=True, claim=claim)
-            lanes += 1
-        except LeaseLost as lost:
-            refused += 1
-            log.info("edge.give_back_refused", group=group_id, lane=lane, epoch=epoch, reason=lost.reason)
-        except (ApiError, OSError) as error:
-            failed += 1
-            log.warning("edge.give_back_failed", group=group_id, lane=lane, epoch=epoch, error=str(error))
-    return GivenBack(released, finished, lanes, refused, failed)

@@ -16,6 +16,8 @@
    from (leases/groups.py, edge/lanes.py).
 8. No grant under a claim tag after its node revoked it (leases/claims.py): a dead worker's request
    still in flight was granted before the revoke, where the supervisor finds it, or not at all.
+9. No two live grants under one claim tag of a node at once: a retried lease request is answered with
+   the grant its first try made (leases/claims.py), not granted a second lease.
 
 A lease is live from its grant until it ended (finished, released, failed) or its holder's last
 heartbeat plus the TTL (a lease silent that long is lost: see leases/ranges.py). Rows written before
@@ -73,7 +75,40 @@ def audit(db: Database, *, ttl: float, max_per_group: int) -> AuditReport:
     lane_intervals = _lanes(lanes, ttl, report.problems)
     _snapshots(snapshots, batches, lane_intervals, report.problems)
     _claims(claims, report.problems)
+    _one_grant_per_claim(leases, intervals, lanes, lane_intervals, report.problems)
     return report
+
+
+def _one_grant_per_claim(
+    leases: list[Row],
+    intervals: dict[tuple[int, int], tuple[float, float]],
+    lanes: list[Row],
+    lane_intervals: dict[tuple[int, str, int], tuple[float, float]],
+    problems: list[str],
+) -> None:
+    by_claim: dict[tuple[int, str], list[tuple[float, float, str]]] = defaultdict(list)
+    for lease in leases:
+        if lease["claim"] is not None:
+            start, end = intervals[(int(lease["range_id"]), int(lease["epoch"]))]
+            what = f"range {lease['range_id']} epoch {lease['epoch']}"
+            by_claim[(int(lease["node_id"]), str(lease["claim"]))].append((start, end, what))
+    for lane in lanes:
+        if lane["claim"] is not None:
+            key = (int(lane["group_id"]), str(lane["lane"]), int(lane["epoch"]))
+            start, end = lane_intervals[key]
+            what = f"group {key[0]} {key[1]} lane epoch {key[2]}"
+            by_claim[(int(lane["node_id"]), str(lane["claim"]))].append((start, end, what))
+    for (node_id, claim), spans in by_claim.items():
+        spans.sort()
+        live_until, holder = spans[0][1], spans[0][2]  # the grant live longest so far
+        for start, end, current in spans[1:]:
+            if start + EPSILON < live_until:
+                problems.append(
+                    f"node {node_id} claim {claim}: {current} granted at {start:.3f} while {holder}, "
+                    f"granted under the same tag, was live until {live_until:.3f}"
+                )
+            if end > live_until:
+                live_until, holder = end, current
 
 
 def _claims(grants: list[Row], problems: list[str]) -> None:

@@ -18,6 +18,27 @@ revoke looks for what the tag holds, or sees the revoke and grants nothing. Read
 revoking after would miss a grant committed between the two (tests/integration/leases/
 test_claim_interleavings.py drives each order).
 
+**A lease request is idempotent under its tag** (migration 0019). A request whose grant committed but
+whose answer was lost (a timeout, a connection reset after the commit) is retried by the worker
+(edge/client.py) under the same tag, and is answered with the grant it already made — the same range
+or lane at the same epoch, marked ``replayed`` — instead of a second one, which stayed leased to the
+node until its TTL and counted against its group's cap of live leases meanwhile. Which grant answers
+a request: for a range lease, the node's live range lease under the tag granted as a range lease (no
+lane); for a lane lease, the node's live lease of that lane under the tag; for a lane's next range,
+the node's live range under the tag granted through that lane at that epoch, once the lane is checked
+and heartbeaten as for any next range (a lane lost since is refused, 409, as before). The answer is
+read after the tag's lock and after the revoked check, and writes nothing: a retry that arrives while
+its first try is still granting waits for that commit and finds the grant; a revoked tag is answered
+with nothing, its grant given back by whoever revoked it. A lease that lapsed or ended is not an
+answer: the retry is granted anew, as a request. A tag names one request: the worker makes a new one
+for each and reuses it only for that request's retries (the audit, 9, reports two live grants under
+one tag).
+
+A worker whose request failed for good (every try failed, or the answer did not parse) revokes the
+tag itself at the next moment the coordinator answers, before its next lease request, and gives back
+what the revoke found, as a supervisor does (edge/give_back.py); until then the tag stays in its
+held-leases file, for its supervisor if it dies meanwhile.
+
 A worker that sends no tag (an older one) is granted as before, and its grants are never found here.
 """
 
@@ -25,7 +46,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from usenet_indexer.db import Database, Tx
+from usenet_indexer.db import Database, Row, Tx
 from usenet_indexer.wire.held import CLAIM, Held
 
 # A revoked tag is kept this long: a grant request of a dead worker is at the coordinator for seconds,
@@ -53,6 +74,31 @@ def may_grant(tx: Tx, node_id: int, claim: str | None) -> bool:
     params = {"node_id": node_id, "claim": claim}
     tx.execute("claim_lock", params)
     return tx.one("claim_revoked", params) is None
+
+
+def granted_range(
+    tx: Tx,
+    node_id: int,
+    claim: str | None,
+    ttl: float,
+    *,
+    group_id: int | None = None,
+    lane_epoch: int | None = None,
+) -> Row | None:
+    """The node's live range lease granted under ``claim`` (a range lease; with ``lane_epoch``, the next
+    range of ``group_id``'s lane held at that epoch), to answer a retry with; None without a tag. After
+    ``may_grant``, whose lock makes a first try still granting commit before this reads."""
+    if claim is None:
+        return None
+    params = {"node_id": node_id, "claim": claim, "ttl": ttl, "group_id": group_id, "lane_epoch": lane_epoch}
+    return tx.one("claim_granted_range", params)
+
+
+def granted_lane(tx: Tx, node_id: int, claim: str | None, lane: str, ttl: float) -> Row | None:
+    """The node's live lease of ``lane`` granted under ``claim`` (see ``granted_range``)."""
+    if claim is None:
+        return None
+    return tx.one("claim_granted_lane", {"node_id": node_id, "claim": claim, "lane": lane, "ttl": ttl})
 
 
 class Claims:

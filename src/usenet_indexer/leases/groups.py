@@ -19,10 +19,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from usenet_indexer.db import Database, Row, Tx
-from usenet_indexer.leases.claims import may_grant
+from usenet_indexer.leases.claims import granted_lane, granted_range, may_grant
 from usenet_indexer.leases.errors import LeaseLost
 from usenet_indexer.leases.explain import explain_lane
-from usenet_indexer.leases.ranges import LANES, Lane, RangeLease, RangeLeases, grant
+from usenet_indexer.leases.ranges import LANES, Lane, RangeLease, RangeLeases, grant, range_lease
 
 
 class BadLane(ValueError):
@@ -46,6 +46,7 @@ class GroupLease:
     epoch: int
     snapshot_next: int | None
     snapshot_size: int | None
+    replayed: bool = False  # answered again to a retry under the same claim tag (leases/claims.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +64,8 @@ class GroupLeases:
 
     def lease(self, node_id: int, lane: str, claim: str | None = None) -> GroupLease | None:
         """A group with ranges left in ``lane`` and no live holder of it, claimed by compare-and-set.
-        ``claim``: the tag the worker asked under (leases/claims.py)."""
+        ``claim``: the tag the worker asked under (leases/claims.py); a retry under it is answered with
+        the lane it was granted, while that is live."""
         lane = check_lane(lane)
         params = {
             "lane": lane,
@@ -76,6 +78,17 @@ class GroupLeases:
         def take(tx: Tx) -> GroupLease | None:
             if not may_grant(tx, node_id, claim):
                 return None
+            replay = granted_lane(tx, node_id, claim, lane, self.ttl)
+            if replay is not None:
+                return GroupLease(
+                    group_id=int(replay["group_id"]),
+                    group=str(replay["name"]),
+                    lane=lane,
+                    epoch=int(replay["epoch"]),
+                    snapshot_next=_int(replay["snapshot_next"]),
+                    snapshot_size=_int(replay["snapshot_size"]),
+                    replayed=True,
+                )
             for candidate in tx.run("group_lane_candidates", params):
                 key = {**params, "group_id": candidate["group_id"]}
                 # The group row serializes lane claims with range grants (see lease_take), which
@@ -134,7 +147,8 @@ class GroupLeases:
         self, group_id: int, node_id: int, lane: str, epoch: int, claim: str | None = None
     ) -> RangeLease | None:
         """The lane's next range in article order, leased to the lane's holder (None: nothing left now).
-        ``claim``: the tag the worker asked under (leases/claims.py)."""
+        ``claim``: the tag the worker asked under (leases/claims.py); a retry under it, the lane still
+        held, is answered with the range it was granted, while that is live."""
         lane = check_lane(lane)
         key = {
             "group_id": group_id,
@@ -152,6 +166,9 @@ class GroupLeases:
             self.held(tx, group_id, node_id, lane, epoch)
             if tx.one("group_lane_heartbeat", key) is None:
                 raise self._refused(tx, group_id, node_id, lane, epoch)
+            replay = granted_range(tx, node_id, claim, self.ttl, group_id=group_id, lane_epoch=epoch)
+            if replay is not None:
+                return range_lease(replay)  # the lane still held: its retry answered as it was
             pick = tx.one("group_lane_next_range", key)
             if pick is None or pick["live"]:
                 # Nothing left, or the next range in order is held by someone else (a plain range

@@ -13,6 +13,8 @@ The rules, each from seed 000 unless said otherwise:
   A lease whose holder stayed silent past the TTL is lost even before anyone takes it over: otherwise a
   holder waking from a stall would make a third live lease in a group that granted a second meanwhile.
 - All lease arithmetic uses the database's clock.
+- A request under a claim tag that already has a live grant of this node (a retry whose first answer
+  was lost) is answered with that grant, not a second one (issue 17, leases/claims.py).
 
 Writes under a lease, and why each is shaped as it is (issue 14, each race reproduced on PostgreSQL by
 stopping one operation between two statements: tests/integration/leases/test_interleavings.py):
@@ -44,7 +46,7 @@ from typing import Any, Literal
 
 from usenet_indexer.db import Database, Row, Tx
 from usenet_indexer.db.database import Fence, retry_conflicts
-from usenet_indexer.leases.claims import may_grant
+from usenet_indexer.leases.claims import granted_range, may_grant
 from usenet_indexer.leases.errors import LeaseLost, RangeError, StaleBatch
 from usenet_indexer.leases.explain import explain_lane, explain_range
 
@@ -69,6 +71,8 @@ class RangeLease:
     priority: int
     rule_version: int
     took_over: bool
+    # The grant a retry of the same request (same claim tag) already got, answered again (claims.py).
+    replayed: bool = False
 
     @property
     def lane(self) -> Lane:
@@ -132,7 +136,8 @@ class RangeLeases:
 
     def lease(self, node_id: int, claim: str | None = None) -> RangeLease | None:
         """The next range for ``node_id``. ``claim``: the tag the worker asked under, recorded with the
-        grant; none is made under a tag its supervisor revoked (leases/claims.py)."""
+        grant; none is made under a revoked tag, and a retry under it is answered with the range it was
+        granted, while that is live (leases/claims.py)."""
         params = {
             "node_id": node_id,
             "claim": claim,
@@ -150,11 +155,14 @@ class RangeLeases:
             # flush was most of a lease's latency (docs/PERFORMANCE.md, sessions 10 and 11). A server
             # crashed with grants unflushed: tests/integration/leases/test_lost_take.py.
             rows = retry_conflicts(lambda: self.db.once("lease_take", params, durable=False))
-            return _lease(rows[0]) if rows else None
+            return range_lease(rows[0]) if rows else None
 
         def take(tx: Tx) -> RangeLease | None:
             if not may_grant(tx, node_id, claim):
                 return None
+            replay = granted_range(tx, node_id, claim, self.ttl)
+            if replay is not None:
+                return range_lease(replay)
             pick = tx.one("lease_pick", params)
             if pick is None:
                 return None
@@ -521,7 +529,7 @@ def grant(
             "claim": claim,
         },
     )
-    return _lease({**granted, "group_name": group["name"], "took_over": took_over})
+    return range_lease({**granted, "group_name": group["name"], "took_over": took_over})
 
 
 def end_lease(tx: Tx, range_id: int, epoch: int, ended_at: float, reason: str) -> None:
@@ -540,7 +548,8 @@ def count_headers(tx: Tx, row: Row) -> FinishedRange:
     return FinishedRange(int(row["id"]), int(row["group_id"]), headers, lane)
 
 
-def _lease(row: Mapping[str, Any]) -> RangeLease:
+def range_lease(row: Mapping[str, Any]) -> RangeLease:
+    """A grant's row as a lease (a replayed one too)."""
     return RangeLease(
         range_id=int(row["range_id"]),
         group_id=int(row["group_id"]),
@@ -552,4 +561,5 @@ def _lease(row: Mapping[str, Any]) -> RangeLease:
         priority=int(row["priority"]),
         rule_version=int(row["rule_version"] or 0),
         took_over=bool(row["took_over"]),
+        replayed=bool(row.get("replayed", False)),
     )

@@ -23,6 +23,8 @@ from usenet_indexer.wire.held import Held
 GROUP = "alt.binaries.claimed"
 DEAD = "d0d0" * 8  # the dead child's claim tag
 SIBLING = "5151" * 8  # a live sibling's, on the same node
+TAKEOVER = "7a7e" * 8  # the sibling's next request
+LANE = "1a1e" * 8  # the dead child's earlier request, for its lane (a tag names one request)
 
 
 @pytest.fixture
@@ -74,7 +76,7 @@ def test_a_grant_in_flight_when_the_revoke_comes_commits_first_and_is_given_back
     if grant_kind == "lane":
         grant = script.spawn("dead child's request", services.lanes.lease, node, "history", DEAD)
     else:
-        lane = services.lanes.lease(node, "history", DEAD)
+        lane = services.lanes.lease(node, "history", LANE)
         assert lane is not None
         grant = script.spawn(
             "dead child's request", services.lanes.next, group_id, node, "history", lane.epoch, DEAD
@@ -87,7 +89,11 @@ def test_a_grant_in_flight_when_the_revoke_comes_commits_first_and_is_given_back
     assert granted is not None
     script.free(revoke)
     found = revoke.outcome()
-    lanes = query(services.db, "SELECT group_id, lane, epoch FROM group_leases WHERE node_id IS NOT NULL")
+    lanes = query(
+        services.db,
+        "SELECT group_id, lane, epoch FROM group_leases WHERE claim = :c AND node_id IS NOT NULL",
+        {"c": DEAD},
+    )
     assert found.lanes == {(int(r["group_id"]), str(r["lane"]), int(r["epoch"])) for r in lanes}
     assert found.ranges == {(r, e) for r, e, _ in live_ranges(services)}
     assert found  # the grant in flight was found
@@ -96,7 +102,7 @@ def test_a_grant_in_flight_when_the_revoke_comes_commits_first_and_is_given_back
     for gid, lane_name, epoch in found.lanes:
         services.lanes.release(gid, node, lane_name, epoch, reclaim=True, claim=DEAD)
     assert live_ranges(services) == []
-    ends = query(services.db, "SELECT end_reason FROM lane_log") + query(
+    ends = query(services.db, "SELECT end_reason FROM lane_log WHERE claim = :c", {"c": DEAD}) + query(
         services.db, "SELECT end_reason FROM lease_log"
     )
     assert {str(r["end_reason"]) for r in ends} == {"reclaimed"}
@@ -149,14 +155,14 @@ def test_a_siblings_leases_on_the_same_node_are_never_given_back(
     give_back = script.spawn(
         "supervisor", services.ranges.release, dead.range_id, node, dead.epoch, reclaim=True, claim=DEAD
     )  # stopped before its first statement
-    takeover = script.spawn("sibling", services.ranges.lease, node, SIBLING)
+    takeover = script.spawn("sibling", services.ranges.lease, node, TAKEOVER)
     taken = script.finish(takeover)
     assert taken is not None and (taken.range_id, taken.epoch) == (dead.range_id, dead.epoch + 1)
     script.free(give_back)
     with pytest.raises(LeaseLost, match="taken over"):
         give_back.outcome()
     rows = query(services.db, "SELECT status, epoch, claim FROM ranges WHERE id = :r", {"r": taken.range_id})
-    assert (rows[0]["status"], rows[0]["epoch"], rows[0]["claim"]) == ("leased", taken.epoch, SIBLING)
+    assert (rows[0]["status"], rows[0]["epoch"], rows[0]["claim"]) == ("leased", taken.epoch, TAKEOVER)
     for lease in (taken, sibling, untagged):  # the siblings' leases untouched
         services.ranges.heartbeat(lease.range_id, node, lease.epoch)
     check_audit(services)

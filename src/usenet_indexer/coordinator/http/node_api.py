@@ -84,6 +84,7 @@ def lease_body(lease: RangeLease) -> dict[str, Any]:
             "lane": lease.lane,
             "took_over": lease.took_over,
         },
+        "replayed": lease.replayed,
         "rule_version": lease.rule_version,
     }
 
@@ -114,6 +115,9 @@ def lease(node_id: Node, services: Svc, metrics: Meter, claim: Claim = None) -> 
     granted = services.ranges.lease(node_id, claim)
     if granted is None:
         return Response(status_code=204)
+    if granted.replayed:  # a retry answered with its grant (leases/claims.py): no new lease
+        log.info("lease.replayed", node=node_id, range=granted.range_id, epoch=granted.epoch)
+        return lease_body(granted)
     metrics.leases.labels(took_over=str(granted.took_over).lower()).inc()
     log.info(
         "lease.granted",
@@ -280,6 +284,7 @@ def lease_group(lane: LaneParam, node_id: Node, services: Svc, settings: Config,
         "snapshot": None
         if granted.snapshot_next is None
         else {"next": granted.snapshot_next, "size": granted.snapshot_size},
+        "replayed": granted.replayed,
     }
 
 

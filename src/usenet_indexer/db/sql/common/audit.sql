@@ -2,7 +2,7 @@
 
 -- name: audit_leases
 SELECT l.range_id, l.group_id, l.epoch, l.node_id, l.granted_at, l.took_over, l.ended_at, l.end_reason,
-       l.lane_epoch, r.epoch AS range_epoch, r.status AS range_status, r.heartbeat_at AS range_heartbeat
+       l.lane_epoch, l.claim, r.epoch AS range_epoch, r.status AS range_status, r.heartbeat_at AS range_heartbeat
 FROM lease_log l JOIN ranges r ON r.id = l.range_id
 ORDER BY l.range_id, l.epoch
 
@@ -20,7 +20,7 @@ SELECT id, group_id, start_id, end_id, next_id, status FROM ranges ORDER BY grou
 SELECT id, name, tail_next, history_low FROM groups ORDER BY id
 
 -- name: audit_lanes
-SELECT l.group_id, l.lane, l.epoch, l.node_id, l.granted_at, l.ended_at, l.end_reason,
+SELECT l.group_id, l.lane, l.epoch, l.node_id, l.granted_at, l.ended_at, l.end_reason, l.claim,
        gl.epoch AS lane_epoch, gl.node_id AS lane_node, gl.heartbeat_at AS lane_heartbeat
 FROM lane_log l JOIN group_leases gl ON gl.group_id = l.group_id AND gl.lane = l.lane
 ORDER BY l.group_id, l.lane, l.epoch

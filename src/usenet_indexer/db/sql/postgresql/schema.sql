@@ -51,7 +51,7 @@ CREATE FUNCTION public.lease_now() RETURNS double precision
          + COALESCE(NULLIF(current_setting('usenet_indexer.clock_offset', true), '')::float8, 0)
 $$;
 
-CREATE FUNCTION public.lease_take(p_node bigint, p_ttl double precision, p_max integer, p_history boolean, p_claim text) RETURNS TABLE(range_id bigint, group_id bigint, group_name text, start_id bigint, end_id bigint, next_id bigint, epoch bigint, priority bigint, rule_version integer, took_over boolean)
+CREATE FUNCTION public.lease_take(p_node bigint, p_ttl double precision, p_max integer, p_history boolean, p_claim text) RETURNS TABLE(range_id bigint, group_id bigint, group_name text, start_id bigint, end_id bigint, next_id bigint, epoch bigint, priority bigint, rule_version integer, took_over boolean, replayed boolean)
     LANGUAGE plpgsql
     AS $$
 DECLARE
@@ -64,6 +64,18 @@ BEGIN
   IF p_claim IS NOT NULL THEN
     PERFORM pg_advisory_xact_lock(hashtextextended(p_claim, 0));
     IF EXISTS (SELECT 1 FROM claims_revoked c WHERE c.node_id = p_node AND c.claim = p_claim) THEN
+      RETURN;
+    END IF;
+    -- A plain range lease only (lane_epoch NULL): a lane's next range is asked for elsewhere.
+    RETURN QUERY
+      SELECT r.id, r.group_id, g.name, r.start_id, r.end_id, r.next_id, r.epoch, r.priority,
+             r.rule_version, COALESCE(l.took_over, false), true
+      FROM ranges r JOIN groups g ON g.id = r.group_id
+      LEFT JOIN lease_log l ON l.range_id = r.id AND l.epoch = r.epoch
+      WHERE r.claim = p_claim AND r.status = 'leased' AND r.node_id = p_node AND r.lane_epoch IS NULL
+        AND r.heartbeat_at >= lease_now() - p_ttl
+      LIMIT 1;
+    IF FOUND THEN
       RETURN;
     END IF;
   END IF;
@@ -147,7 +159,7 @@ BEGIN
         RETURN QUERY
           SELECT v_granted.id, v_granted.group_id, g.name, v_granted.start_id, v_granted.end_id,
                  v_granted.next_id, v_granted.epoch, v_granted.priority, v_granted.rule_version,
-                 v_pick.status = 'leased'
+                 v_pick.status = 'leased', false
           FROM groups g WHERE g.id = v_granted.group_id;
         RETURN;
       END IF;
@@ -761,6 +773,8 @@ CREATE INDEX batch_log_node_stored ON public.batch_log USING btree (node_id, sto
 CREATE INDEX loose_runs_group ON public.loose_runs USING btree (group_name, first_article);
 
 CREATE INDEX probe_queue_next ON public.probe_queue USING btree (status, priority, created_at);
+
+CREATE INDEX ranges_claim ON public.ranges USING btree (claim) WHERE (status = 'leased'::text);
 
 CREATE INDEX ranges_corpus_fill ON public.ranges USING btree (id) WHERE (capture AND (stored_at IS NULL));
 

@@ -327,6 +327,8 @@ CREATE INDEX loose_runs_group ON loose_runs (group_name, first_article);
 
 CREATE INDEX probe_queue_next ON probe_queue (status, priority, created_at);
 
+CREATE INDEX ranges_claim ON ranges (claim) WHERE status = 'leased';
+
 CREATE INDEX ranges_corpus_fill ON ranges (id) WHERE capture AND stored_at IS NULL;
 
 CREATE INDEX ranges_lane_order ON ranges (group_id, (priority >= 0), start_id);
