@@ -7,10 +7,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import uvicorn
-
 from usenet_indexer.coordinator.http.app import create_app
-from usenet_indexer.coordinator.http.network import http_config
+from usenet_indexer.coordinator.http.network import PromptServer, http_config
 from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.edge.client import NodeClient
 from usenet_indexer.edge.worker import EdgeWorker
@@ -19,7 +17,7 @@ from usenet_indexer.edge.worker import EdgeWorker
 @contextmanager
 def live_coordinator(services: Services) -> Iterator[str]:
     # The configuration `serve` runs with (limits, header deadline, TLS when the settings give it).
-    server = uvicorn.Server(http_config(create_app(services), services.settings, port=0))
+    server = PromptServer(http_config(create_app(services), services.settings, port=0))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
@@ -32,7 +30,7 @@ def live_coordinator(services: Services) -> Iterator[str]:
     try:
         yield f"{scheme}://127.0.0.1:{port}"
     finally:
-        server.should_exit = True
+        server.stop()
         thread.join(10)
 
 

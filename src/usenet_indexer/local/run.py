@@ -51,7 +51,7 @@ from usenet_indexer.runtime import on_signals, tune_gc, tune_malloc
 from usenet_indexer.settings import Settings
 
 if TYPE_CHECKING:
-    import uvicorn
+    from usenet_indexer.coordinator.http.network import PromptServer
 
 log = get_logger(__name__)
 
@@ -154,7 +154,7 @@ class LocalRun:
         self.kill = threading.Event()
         self._socket: socket.socket | None = None
         self._tokens: dict[int, str] = {}
-        self._server: uvicorn.Server | None = None
+        self._server: PromptServer | None = None
         self._server_thread: threading.Thread | None = None
         self._serving = False  # set before the server's thread starts: no lease is granted before
         self._loops: LoopRunner | None = None
@@ -230,11 +230,9 @@ class LocalRun:
     def _start_server(self) -> None:
         assert self.services is not None and self._socket is not None
         with without_rich():
-            import uvicorn
-
             from usenet_indexer.coordinator.http.app import create_app
-            from usenet_indexer.coordinator.http.network import http_config
-        server = uvicorn.Server(http_config(create_app(self.services), self.services.settings))
+            from usenet_indexer.coordinator.http.network import PromptServer, http_config
+        server = PromptServer(http_config(create_app(self.services), self.services.settings))
         # Not the main thread: uvicorn then leaves the signals to us (stop order matters, see above).
         listening = self._socket
         self._serving = True
@@ -323,7 +321,7 @@ class LocalRun:
             out.close()
         self._outputs.clear()
         if self._server is not None and self._server_thread is not None:
-            self._server.should_exit = True
+            self._server.stop()
             self._server_thread.join(15)
             self._server = None
         if self._socket is not None:
