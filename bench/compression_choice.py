@@ -66,9 +66,12 @@ async def trial(group: str, first: int) -> tuple[str, dict[str, float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=30)
+    parser.add_argument("--quick", action="store_true", help="10 trials (make bench)")
     parser.add_argument("--busy-processes", type=int, default=0)
     parser.add_argument("--gil-busy", type=float, default=0.0, metavar="S")
     args = parser.parse_args()
+    if args.quick:
+        args.trials = 10
     group, low, high = ensure_corpus(CORPUS)
     spinners = [multiprocessing.Process(target=spin, daemon=True) for _ in range(args.busy_processes)]
     for process in spinners:
