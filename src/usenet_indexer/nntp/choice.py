@@ -159,7 +159,7 @@ class CompressionChoice:
         if not any(self._needs(m) for m in MODES):
             return self._decide(faster, "measured")
         slower = _other(faster)
-        # The slower mode had its second chance: one slow reply alone may have been a stall.
+        # Only once the slower mode had all its replies: one slow reply alone may have been a stall.
         if (
             self._count[faster]
             and not self._needs(slower)
