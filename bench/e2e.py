@@ -18,6 +18,10 @@
    database); the time is the whole command's. Then the catalog must hold every posted article
    exactly once (the message-ids of the releases' segments).
 
+Each run also prints its **phases**, seconds from the command's start (the log's timestamps): the plan,
+the first lease, ``auto``'s compression choice (and what it chose: compressed on loopback costs INN2 ~3
+times its CPU), the last range done, and the exit.
+
 The coordinator's **fixed cost** (start-up, starting the workers, shutdown) is measured apart, by a
 whole run over a corpus of ``FIXED_N`` articles (a group of its own) just before each store's run, and
 printed with the run's coordinator CPU per header without it (``…_after_startup``).
@@ -61,7 +65,9 @@ import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent
 sys.path[:0] = [str(ROOT), str(ROOT.parent)]
@@ -190,6 +196,8 @@ class Run:
     articles: int
     held_after_kill_s: list[float]
     worker_stages: dict[str, float]  # the workers' CPU seconds by stage, from their log lines
+    phases: dict[str, float]  # seconds from the command's start to each moment of the run (run_phases)
+    compression: str | None  # what ``auto`` chose (None: not logged, or not auto)
 
 
 class Killer:
@@ -276,6 +284,7 @@ def run_indexer(
     log = data_dir / "run.log"
     server_before = news_server_cpu(daemon)
     began = time.perf_counter()
+    started = time.time()
     deadline = time.monotonic() + 1800
     peak = 0.0
     with log.open("wb") as out:
@@ -302,15 +311,26 @@ def run_indexer(
     articles = check_catalog(url, n)
     if killer.at:
         raise SystemExit(f"run on {store} ended before {len(killer.at)} of its kills")
+    phases, chosen = run_phases(log, started)
+    phases["exit"] = seconds
     return Run(
-        store, seconds, times[0], times[1], server, innd, peak, articles, killer.held_s, worker_stages(log)
+        store,
+        seconds,
+        times[0],
+        times[1],
+        server,
+        innd,
+        peak,
+        articles,
+        killer.held_s,
+        worker_stages(log),
+        phases,
+        chosen,
     )
 
 
-def worker_stages(log: Path) -> dict[str, float]:
-    """The workers' CPU seconds by stage, added up from their log lines: each process's start-up
-    (``edge.indexing``) and each range's inflate, index, take and encode (``range.done``)."""
-    stages = dict.fromkeys(("start-up", "inflate", "index", "take", "encode"), 0.0)
+def log_events(log: Path) -> Iterator[dict[str, Any]]:
+    """The JSON events of a run's log (its other lines are the plain view's)."""
     for line in log.read_text(errors="replace").splitlines():
         if not line.startswith("{"):
             continue
@@ -318,6 +338,41 @@ def worker_stages(log: Path) -> dict[str, float]:
             event = json.loads(line)
         except ValueError:
             continue
+        if isinstance(event, dict):
+            yield event
+
+
+def run_phases(log: Path, started: float) -> tuple[dict[str, float], str | None]:
+    """Seconds from the command's start (``started``, wall clock) to the plan, the first lease, the
+    compression choice and the last range done, from the log's timestamps; and the mode ``auto``
+    chose (a run that read INN2 compressed on loopback spent ~3 times its CPU: say so in the output)."""
+    phases: dict[str, float] = {}
+    chosen = None
+    names = {
+        "planner.planned": "planned",
+        "lease.granted": "first lease",
+        "nntp.compression_chosen": "compression chosen",
+    }
+    for event in log_events(log):
+        stamp = event.get("timestamp")
+        if not isinstance(stamp, str):
+            continue
+        at = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() - started
+        name = names.get(str(event.get("event")))
+        if name is not None and name not in phases:
+            phases[name] = at
+        if event.get("event") == "nntp.compression_chosen" and chosen is None:
+            chosen = str(event.get("chosen"))
+        if event.get("event") == "range.done":
+            phases["last range done"] = at
+    return phases, chosen
+
+
+def worker_stages(log: Path) -> dict[str, float]:
+    """The workers' CPU seconds by stage, added up from their log lines: each process's start-up
+    (``edge.indexing``) and each range's inflate, index, take and encode (``range.done``)."""
+    stages = dict.fromkeys(("start-up", "inflate", "index", "take", "encode"), 0.0)
+    for event in log_events(log):
         if event.get("event") == "edge.indexing":
             stages["start-up"] += float(event.get("startup_cpu", 0.0))
         elif event.get("event") == "range.done":
@@ -532,6 +587,15 @@ def report(run: Run, n: int, bare_s: float, result: dict[str, object]) -> None:
         + f", the rest {rest:.2f} (streams, HTTP, threads, exit)",
         flush=True,
     )
+    order = sorted(run.phases.items(), key=lambda item: item[1])
+    print(
+        "  phases, seconds from the command's start: "
+        + ", ".join(f"{name} {at:.2f}" for name, at in order)
+        + (f"; auto chose {run.compression}" if run.compression else ""),
+        flush=True,
+    )
+    result[f"phases_s_{suffix}"] = {name: round(at, 2) for name, at in order}
+    result[f"compression_chosen_{suffix}"] = run.compression
     result[f"us_per_header_worker_stages_{suffix}"] = {
         **{stage: round(value, 2) for stage, value in stages.items()},
         "rest": round(rest, 2),
