@@ -15,23 +15,30 @@ from usenet_indexer.edge.worker import EdgeWorker
 
 
 @contextmanager
-def live_coordinator(services: Services) -> Iterator[str]:
-    # The configuration `serve` runs with (limits, header deadline, TLS when the settings give it).
-    server = PromptServer(http_config(create_app(services), services.settings, port=0))
+def served(server: PromptServer, scheme: str = "http") -> Iterator[tuple[threading.Thread, str]]:
+    """``server`` running on a thread of its own: the thread and its URL; stopped when done."""
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
     while not server.started:
         if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the test coordinator did not start")
+            raise RuntimeError("the test server did not start")
         time.sleep(0.01)
     port = server.servers[0].sockets[0].getsockname()[1]
-    scheme = "https" if services.settings.tls_certfile is not None else "http"
     try:
-        yield f"{scheme}://127.0.0.1:{port}"
+        yield thread, f"{scheme}://127.0.0.1:{port}"
     finally:
         server.stop()
         thread.join(10)
+
+
+@contextmanager
+def live_coordinator(services: Services) -> Iterator[str]:
+    # The configuration `serve` runs with (limits, header deadline, TLS when the settings give it).
+    server = PromptServer(http_config(create_app(services), services.settings, port=0))
+    scheme = "https" if services.settings.tls_certfile is not None else "http"
+    with served(server, scheme) as (_, url):
+        yield url
 
 
 def run_edge_workers(

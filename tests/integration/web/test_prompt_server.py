@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 
+from tests.support.live import served
 from tests.support.store import test_settings as settings_for
 from usenet_indexer.coordinator.http.network import PromptServer, http_config
 
@@ -38,18 +39,8 @@ async def slow_app(scope: Scope, receive: Receive, send: Send) -> None:
 def serving(tmp_path: Path) -> Iterator[tuple[PromptServer, threading.Thread, str]]:
     settings = settings_for(f"sqlite:///{tmp_path / 'unused.db'}", tmp_path)
     server = PromptServer(http_config(slow_app, settings, port=0))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "the server did not start"
-        time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield server, thread, f"http://127.0.0.1:{port}"
-    finally:
-        server.stop()
-        thread.join(10)
+    with served(server) as (thread, url):
+        yield server, thread, url
 
 
 def test_an_idle_server_stops_at_once(tmp_path: Path) -> None:
