@@ -136,6 +136,32 @@ def test_a_grant_asked_under_a_claim_tag_is_found_by_its_revoke_and_given_back_o
     assert services.ranges.lease(other_node, tag) is not None  # revoked for its node only
 
 
+def test_another_node_presenting_a_nodes_claim_tag_gets_neither_its_grant_nor_its_revoke(
+    client: TestClient, services: Services, auth: dict[str, str]
+) -> None:
+    """A retry is answered with the grant its tag already holds (migration 0019), but only for the node
+    that asked: a node that learned another's tag (a log, the held file) and sends it as a retry is
+    granted a range of its own, and its revoke of that tag finds and ends nothing of the other's."""
+    from usenet_indexer.wire.held import Held, decode_held
+
+    plan(services, high=2_999)
+    tag = "cd" * 16
+    first = client.post(f"{API}/lease", params={"claim": tag}, headers=auth).json()
+    other = {"Authorization": f"Bearer {services.nodes.add('edge-hostile')[1]}"}
+    stolen = client.post(f"{API}/lease", params={"claim": tag}, headers=other).json()
+    assert stolen["replayed"] is False
+    assert stolen["range"]["id"] != first["range"]["id"]
+    revoked = client.post(f"{API}/claims/{tag}/revoke", headers=other)
+    assert decode_held(revoked.content) == Held(
+        frozenset({(stolen["range"]["id"], stolen["range"]["epoch"])})
+    )
+    retry = client.post(f"{API}/lease", params={"claim": tag}, headers=auth).json()
+    assert retry["replayed"] is True
+    assert (retry["range"]["id"], retry["range"]["epoch"]) == (first["range"]["id"], first["range"]["epoch"])
+    heartbeat = f"{API}/ranges/{first['range']['id']}/heartbeat"
+    assert client.post(heartbeat, params={"epoch": first["range"]["epoch"]}, headers=auth).status_code == 200
+
+
 @pytest.mark.parametrize(
     ("path", "params"),
     [
