@@ -11,9 +11,11 @@ is the oracle (9: never two live grants under one tag).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
+import psycopg
 import pytest
 
 from tests.support.interleave import Interleaving
@@ -128,8 +130,45 @@ def test_a_revoked_tags_grant_is_given_back_and_its_retry_gets_nothing(
 
 def in_flight(services: Services, kind: str) -> bool:
     """Whether a request of ``kind`` can be stopped between its statements: PostgreSQL grants a range
-    in one statement (``lease_take``), whose tag lock is taken and released inside it."""
+    in one statement (``lease_take``), whose tag lock is taken and released inside it; that one is
+    stopped inside the function instead (``stopped_inside``)."""
     return not (kind == "range" and services.db.dialect == "postgresql")
+
+
+# Where ``lease_take`` is made to wait, after its tag's advisory lock: at the node's last-seen update,
+# after the grant's own writes (the node's row held by the test, its last_seen_at set back so that the
+# update is due); or at the revoked-tags check, before anything is read (the table locked by the test).
+INSIDE = {
+    "after the grant": (
+        "UPDATE nodes SET last_seen_at = last_seen_at - 3600 WHERE id = %(node)s",
+        "SELECT 1 FROM nodes WHERE id = %(node)s FOR UPDATE",
+    ),
+    "at the revoked check": (None, "LOCK TABLE claims_revoked IN ACCESS EXCLUSIVE MODE"),
+}
+
+
+@contextmanager
+def stopped_inside(services: Services, node: int, where: str) -> Iterator[None]:
+    """While open, a ``lease_take`` of ``node`` that reaches ``where`` waits there on a lock the test
+    holds (in a transaction of its own), its tag's advisory lock held: the statement boundaries
+    inside the one statement, reached as a slow first try or a slow retry reaches them."""
+    backdate_node, hold = INSIDE[where]
+    with psycopg.connect(services.db.url) as holder:
+        if backdate_node is not None:
+            holder.execute(backdate_node, {"node": node})
+            holder.commit()
+        holder.execute(hold, {"node": node})
+        yield
+        holder.rollback()
+
+
+def waits_on(services: Services, actor: Any) -> str | None:
+    """What a blocked actor's backend waits on (``advisory``, ``transactionid``, ``relation``, …)."""
+    with psycopg.connect(services.db.url, autocommit=True) as watch:
+        row = watch.execute(
+            "SELECT wait_event FROM pg_stat_activity WHERE pid = %s", (actor.backend_pid,)
+        ).fetchone()
+    return None if row is None else str(row[0])
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -137,16 +176,24 @@ def test_a_retry_arriving_while_its_first_try_grants_waits_and_gets_that_grant(
     services: Services, script: Interleaving, node: int, group_id: int, kind: str
 ) -> None:
     """The first try is slow (the worker's timeout fired while it was granting) and its retry arrives:
-    the retry waits on the tag's lock (SQLite: the write lock) and answers the grant once committed."""
-    if not in_flight(services, kind):
-        pytest.skip("lease_take is one statement on PostgreSQL: nothing lands inside it")
+    the retry waits on the tag's lock (SQLite: the write lock) and answers the grant once committed.
+    PostgreSQL's range grant is one statement: its first try is stopped inside it, granted and not
+    committed."""
     ask = request_of(services, node, group_id, kind)
-    first = script.spawn("first try", ask, TAG)
-    script.run(first, until="COMMIT")  # granted, not committed: the tag's lock held
-    retry = script.spawn("retry", ask, TAG)
-    script.run(retry)
-    assert retry.state == "blocked"
-    granted = script.finish(first)
+    if in_flight(services, kind):
+        first = script.spawn("first try", ask, TAG)
+        script.run(first, until="COMMIT")  # granted, not committed: the tag's lock held
+        retry = script.spawn("retry", ask, TAG)
+        script.run(retry)
+        assert retry.state == "blocked"
+        granted = script.finish(first)
+    else:
+        with stopped_inside(services, node, "after the grant"):
+            first = script.run(script.spawn("first try", ask, TAG))
+            assert first.state == "blocked" and waits_on(services, first) == "transactionid"
+            retry = script.run(script.spawn("retry", ask, TAG))
+            assert retry.state == "blocked" and waits_on(services, retry) == "advisory"
+        granted = script.free(first).outcome()
     answered = script.free(retry).outcome()
     assert granted is not None and answered is not None
     assert identity(answered) == identity(granted)
@@ -167,9 +214,7 @@ def test_a_revoke_racing_a_retry_finds_the_one_grant_and_gives_it_back(
     ask = request_of(services, node, group_id, kind)
     first = ask(TAG)  # committed; its answer lost
     assert first is not None
-    if order == "retry first":
-        if not in_flight(services, kind):
-            pytest.skip("lease_take is one statement on PostgreSQL: nothing lands inside it")
+    if order == "retry first" and in_flight(services, kind):
         retry = script.spawn("retry", ask, TAG)
         script.run(retry, until="COMMIT")  # answered, not committed: the tag's lock held
         revoke = script.spawn("worker's revoke", services.claims.revoke, node, TAG)
@@ -177,6 +222,15 @@ def test_a_revoke_racing_a_retry_finds_the_one_grant_and_gives_it_back(
         assert revoke.state == "blocked"
         answered = script.finish(retry)
         assert answered is not None and identity(answered) == identity(first)
+        found = script.free(revoke).outcome()
+    elif order == "retry first":  # PostgreSQL's range grant, one statement: the retry stopped inside
+        with stopped_inside(services, node, "at the revoked check"):
+            retry = script.run(script.spawn("retry", ask, TAG))  # the tag's lock held
+            assert retry.state == "blocked" and waits_on(services, retry) == "relation"
+            revoke = script.run(script.spawn("worker's revoke", services.claims.revoke, node, TAG))
+            assert revoke.state == "blocked" and waits_on(services, revoke) == "advisory"
+        answered = script.free(retry).outcome()
+        assert answered is not None and identity(answered) == identity(first) and answered.replayed
         found = script.free(revoke).outcome()
     else:
         again = ask(TAG)  # a retry, its answer lost too
