@@ -25,7 +25,8 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -326,6 +327,46 @@ class Interleaving:
             "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (pid,)
         ).fetchone()
         return row is not None and row[0] == "Lock"
+
+
+# -- PostgreSQL's one-statement grant, stopped inside --------------------------------------------
+
+# Where ``lease_take`` is made to wait, after its tag's advisory lock: at the node's last-seen update,
+# after the grant's own writes (the node's row held by the test, its last_seen_at set back so that the
+# update is due); or at the revoked-tags check, before anything is read (the table locked by the test).
+INSIDE = {
+    "after the grant": (
+        "UPDATE nodes SET last_seen_at = last_seen_at - 3600 WHERE id = %(node)s",
+        "SELECT 1 FROM nodes WHERE id = %(node)s FOR UPDATE",
+    ),
+    "at the revoked check": (None, "LOCK TABLE claims_revoked IN ACCESS EXCLUSIVE MODE"),
+}
+
+
+@contextmanager
+def stopped_inside(db: Database, node: int, where: str) -> Iterator[None]:
+    """While open, a PostgreSQL ``lease_take`` of ``node`` (a range grant in one statement) that
+    reaches ``where`` waits there on a lock the test holds in a transaction of its own, holding what
+    it took before (its claim tag's advisory lock; after the grant, the range's row): the statement
+    boundaries inside the one statement, as a slow grant reaches them. An actor running it is seen
+    blocked; it goes on once this closes."""
+    backdate_node, hold = INSIDE[where]
+    with psycopg.connect(db.url) as holder:
+        if backdate_node is not None:
+            holder.execute(backdate_node, {"node": node})
+            holder.commit()
+        holder.execute(hold, {"node": node})
+        yield
+        holder.rollback()
+
+
+def waits_on(db: Database, actor: Actor) -> str | None:
+    """What a blocked actor's backend waits on (``advisory``, ``transactionid``, ``relation``, …)."""
+    with psycopg.connect(db.url, autocommit=True) as watch:
+        row = watch.execute(
+            "SELECT wait_event FROM pg_stat_activity WHERE pid = %s", (actor.backend_pid,)
+        ).fetchone()
+    return None if row is None else str(row[0])
 
 
 @dataclass

@@ -11,14 +11,12 @@ is the oracle (9: never two live grants under one tag).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
-import psycopg
 import pytest
 
-from tests.support.interleave import Interleaving
+from tests.support.interleave import Interleaving, stopped_inside, waits_on
 from tests.support.store import TTL, backdate, query
 from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.leases.audit import audit
@@ -135,42 +133,6 @@ def in_flight(services: Services, kind: str) -> bool:
     return not (kind == "range" and services.db.dialect == "postgresql")
 
 
-# Where ``lease_take`` is made to wait, after its tag's advisory lock: at the node's last-seen update,
-# after the grant's own writes (the node's row held by the test, its last_seen_at set back so that the
-# update is due); or at the revoked-tags check, before anything is read (the table locked by the test).
-INSIDE = {
-    "after the grant": (
-        "UPDATE nodes SET last_seen_at = last_seen_at - 3600 WHERE id = %(node)s",
-        "SELECT 1 FROM nodes WHERE id = %(node)s FOR UPDATE",
-    ),
-    "at the revoked check": (None, "LOCK TABLE claims_revoked IN ACCESS EXCLUSIVE MODE"),
-}
-
-
-@contextmanager
-def stopped_inside(services: Services, node: int, where: str) -> Iterator[None]:
-    """While open, a ``lease_take`` of ``node`` that reaches ``where`` waits there on a lock the test
-    holds (in a transaction of its own), its tag's advisory lock held: the statement boundaries
-    inside the one statement, reached as a slow first try or a slow retry reaches them."""
-    backdate_node, hold = INSIDE[where]
-    with psycopg.connect(services.db.url) as holder:
-        if backdate_node is not None:
-            holder.execute(backdate_node, {"node": node})
-            holder.commit()
-        holder.execute(hold, {"node": node})
-        yield
-        holder.rollback()
-
-
-def waits_on(services: Services, actor: Any) -> str | None:
-    """What a blocked actor's backend waits on (``advisory``, ``transactionid``, ``relation``, …)."""
-    with psycopg.connect(services.db.url, autocommit=True) as watch:
-        row = watch.execute(
-            "SELECT wait_event FROM pg_stat_activity WHERE pid = %s", (actor.backend_pid,)
-        ).fetchone()
-    return None if row is None else str(row[0])
-
-
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_retry_arriving_while_its_first_try_grants_waits_and_gets_that_grant(
     services: Services, script: Interleaving, node: int, group_id: int, kind: str
@@ -188,11 +150,11 @@ def test_a_retry_arriving_while_its_first_try_grants_waits_and_gets_that_grant(
         assert retry.state == "blocked"
         granted = script.finish(first)
     else:
-        with stopped_inside(services, node, "after the grant"):
+        with stopped_inside(services.db, node, "after the grant"):
             first = script.run(script.spawn("first try", ask, TAG))
-            assert first.state == "blocked" and waits_on(services, first) == "transactionid"
+            assert first.state == "blocked" and waits_on(services.db, first) == "transactionid"
             retry = script.run(script.spawn("retry", ask, TAG))
-            assert retry.state == "blocked" and waits_on(services, retry) == "advisory"
+            assert retry.state == "blocked" and waits_on(services.db, retry) == "advisory"
         granted = script.free(first).outcome()
     answered = script.free(retry).outcome()
     assert granted is not None and answered is not None
@@ -224,11 +186,11 @@ def test_a_revoke_racing_a_retry_finds_the_one_grant_and_gives_it_back(
         assert answered is not None and identity(answered) == identity(first)
         found = script.free(revoke).outcome()
     elif order == "retry first":  # PostgreSQL's range grant, one statement: the retry stopped inside
-        with stopped_inside(services, node, "at the revoked check"):
+        with stopped_inside(services.db, node, "at the revoked check"):
             retry = script.run(script.spawn("retry", ask, TAG))  # the tag's lock held
-            assert retry.state == "blocked" and waits_on(services, retry) == "relation"
+            assert retry.state == "blocked" and waits_on(services.db, retry) == "relation"
             revoke = script.run(script.spawn("worker's revoke", services.claims.revoke, node, TAG))
-            assert revoke.state == "blocked" and waits_on(services, revoke) == "advisory"
+            assert revoke.state == "blocked" and waits_on(services.db, revoke) == "advisory"
         answered = script.free(retry).outcome()
         assert answered is not None and identity(answered) == identity(first) and answered.replayed
         found = script.free(revoke).outcome()

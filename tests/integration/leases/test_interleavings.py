@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.interleave import Interleaving
+from tests.support.interleave import Interleaving, stopped_inside
 from tests.support.store import TTL, query
 from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.leases.audit import audit
@@ -79,6 +79,36 @@ def test_a_batch_whose_lease_lapses_while_it_waits_is_refused(
         script.free(grant)
     with pytest.raises(StaleBatch, match="expired"):
         batch.outcome()
+    check_audit(services)
+
+
+def test_a_grant_that_waits_past_its_ttl_is_taken_over_and_its_holder_fenced(
+    services: Services, script: Interleaving, node: int, other_node: int
+) -> None:
+    """A grant slow to commit (waiting on a lock after its writes: SQLite's COMMIT, a row PostgreSQL's
+    lease_take updates after the grant) is born lapsed once its TTL passes meanwhile: its heartbeat
+    is the grant's start. Another node takes the range over at the next epoch, and the slow grant's
+    holder can neither store a batch nor heartbeat it back to life."""
+    planned_group(services, "alt.binaries.slow", 999)  # one range
+    if services.db.dialect == "sqlite":
+        grant = script.spawn("slow grant", services.ranges.lease, node)
+        script.run(grant, until="COMMIT")
+        services.db.move_clock(TTL + 1)
+        slow = script.finish(grant)
+    else:
+        with stopped_inside(services.db, node, "after the grant"):
+            grant = script.run(script.spawn("slow grant", services.ranges.lease, node))
+            assert grant.state == "blocked"
+            services.db.move_clock(TTL + 1)
+        slow = script.free(grant).outcome()
+    assert slow is not None
+    taken = services.ranges.lease(other_node)
+    assert taken is not None and (taken.range_id, taken.epoch) == (slow.range_id, slow.epoch + 1)
+    with pytest.raises(StaleBatch):
+        services.ranges.commit_batch(slow.range_id, node, slow.epoch, slow.next, slow.next + 9, 10)
+    with pytest.raises(LeaseLost):
+        services.ranges.heartbeat(slow.range_id, node, slow.epoch)
+    services.ranges.commit_batch(taken.range_id, other_node, taken.epoch, taken.next, taken.next + 9, 10)
     check_audit(services)
 
 
