@@ -4,7 +4,8 @@ The floor is measured in the same run on the same chunks: inflate each chunk, sp
 every line into its tab fields, nothing else. Indexing has to do that too, so the ratio of the two rates
 says how much the indexing itself costs (target: at least 0.5). The indexer runs its C accelerator when
 it is built (usenet_indexer/accelerator/) and, in the same run, its pure-Python path
-(``ratio_to_floor_pure``).
+(``ratio_to_floor_pure``). The worker's two stages after indexing, ``take`` and ``encode_batch`` (the
+body it posts), are timed apart (thread CPU, µs a header: ``take_us``, ``encode_us``).
 Peak memory is measured in a child process that indexes 1,000,000 headers into ONE batch and takes it
 (tracemalloc's peak, input chunks excluded, plus the child's peak RSS), on the default path.
 
@@ -104,6 +105,32 @@ def index(
             fragments += len(batch.fragments)
             batch_from = high + 1
     return headers, fragments
+
+
+def take_and_encode(
+    first: int, last: int, chunks: list[tuple[int, int, bytes]], batch_articles: int
+) -> tuple[float, float, int]:
+    """What a worker does after indexing, timed apart: each batch's take() and its encode_batch, in
+    thread CPU seconds, and the headers."""
+    indexer = RangeIndexer(GROUP, first, last, first, default_rules())
+    take = encode = 0.0
+    headers = 0
+    batch_from = first
+    gc.collect()
+    for _, high, data in chunks:
+        indexer.add_text(zlib.decompress(data), high + 1)
+        if high == last:
+            indexer.finish()
+        if high == last or high + 1 - batch_from >= batch_articles:
+            began = time.thread_time()
+            batch = indexer.take()
+            taken = time.thread_time()
+            encode_batch(batch, 1, 1)
+            encode += time.thread_time() - taken
+            take += taken - began
+            headers += batch.headers
+            batch_from = high + 1
+    return take, encode, headers
 
 
 def timed(fn: Callable[..., Result], *args: object) -> tuple[float, Result]:
@@ -215,6 +242,13 @@ def main() -> None:
             t, (headers, fragments) = timed(index, first, last, chunks, args.batch_articles, native)
             index_times[name].append(t)
             assert headers == lines, (headers, lines)
+    take_times: list[float] = []
+    encode_times: list[float] = []
+    for _ in range(rounds):
+        take_s, encode_s, stage_headers = take_and_encode(first, last, chunks, args.batch_articles)
+        assert stage_headers == lines, (stage_headers, lines)
+        take_times.append(take_s)
+        encode_times.append(encode_s)
     # For the edge worker's choice, not the library's: the same run with the collector off (a worker
     # process may gc.freeze() after start-up and raise the gen-0 threshold; a library must not).
     gc.collect()
@@ -238,6 +272,12 @@ def main() -> None:
         )
         print(f"ratio to floor, pure Python: {pure_rate / floor_rate:.3f}")
     print(f"indexing, garbage collector off:          {lines / gc_off_time:,.0f} lines/s (one run)")
+    take_us = min(take_times) / lines * 1e6
+    encode_us = min(encode_times) / lines * 1e6
+    print(
+        f"take: {take_us:.3f} µs a header, encode_batch: {encode_us:.3f} µs a header "
+        f"(thread CPU, best of {rounds}; {fragments} fragments, batches of {args.batch_articles:,} articles)"
+    )
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "chunks.pickle"
@@ -271,6 +311,8 @@ def main() -> None:
                 "lines_per_s_pure": round(pure_rate),
                 "ratio_to_floor_pure": round(pure_rate / floor_rate, 3),
                 "lines_per_s_gc_off": round(lines / gc_off_time),
+                "take_us": round(take_us, 3),
+                "encode_us": round(encode_us, 3),
                 "peak_mb_1m_batch": round(memory["peak_mb"], 1),
                 "batch_headers": memory["headers"],
                 "encode_peak_mb": round(memory["encode_peak_mb"], 1),

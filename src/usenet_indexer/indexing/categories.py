@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from usenet_indexer.indexing.naming import SET_MEMBERS, FileKind, file_kind, looks_obfuscated
+from usenet_indexer.indexing.naming import SET_MEMBERS, FileKind, count_kinds, looks_obfuscated
 
 CONSOLE = 1000
 MOVIES, MOVIES_OTHER, MOVIES_SD, MOVIES_HD, MOVIES_UHD = 2000, 2020, 2030, 2040, 2045
@@ -298,8 +298,20 @@ def _parse_title(name: str) -> dict[str, Any]:
 
 def categorize(name: str, file_names: Iterable[str] = ()) -> Category:
     """The category of a release called ``name`` whose files are ``file_names``."""
+    return Category(*category_fields(name, file_names))
+
+
+# A Category's fields, in its order: id, title, season, episode, year, resolution, episode_last.
+CategoryFields = tuple[int, str | None, int | None, int | None, int | None, str | None, int | None]
+_OTHER_FIELDS: CategoryFields = (OTHER, None, None, None, None, None, None)
+
+
+def category_fields(name: str, file_names: Iterable[str] = ()) -> CategoryFields:
+    """``categorize``'s answer as the tuple of its fields, without the Category: the worker's encode
+    lists them in the batch's head, once a release (a frozen dataclass of seven fields cost ~2.5 µs of
+    it; issue 17, docs/PERFORMANCE.md "Session 14")."""
     if looks_obfuscated(name.strip()):
-        return Category(OTHER)
+        return _OTHER_FIELDS
     names = list(file_names)
     low = name.lower() if name.isascii() else None  # the guards' (_Guarded)
     # Read, not copied: the dict is _parse_title's cached one, and nothing here writes to it.
@@ -313,17 +325,14 @@ def categorize(name: str, file_names: Iterable[str] = ()) -> Category:
     if season is None and episode is None and "month" in info and year is not None:
         season = year  # a daily show: Sonarr searches its season as the year (season=2024)
 
-    def category(cid: int) -> Category:
-        return Category(cid, title, season, episode, year, resolution, episode_last)
+    def category(cid: int) -> CategoryFields:
+        return (cid, title, season, episode, year, resolution, episode_last)
 
     if _XXX.search(name, low):
         return category(XXX)
     # The content files' kinds counted here, after _XXX (which needs none): Counter's constructor, its
     # Mapping test and generator cost more than the counting (~4 µs a release at encode; issue 17).
-    content: dict[FileKind, int] = {}
-    for kind in map(file_kind, names):
-        if kind not in _PACKAGING:
-            content[kind] = content.get(kind, 0) + 1
+    content = count_kinds(names, _CONTENT)
     dominant = max(content, key=lambda k: (content[k], k.value)) if content else None
     if dominant is FileKind.AUDIO or (not content and _AUDIO.search(name, low) and not _EPISODE.search(name)):
         return category(AUDIO_LOSSLESS if _LOSSLESS.search(name, low) else AUDIO_MP3)
@@ -393,6 +402,7 @@ def _movie(name: str, low: str | None, three_d: bool) -> int:
 
 # Files that wrap content rather than being it: they say nothing about the category.
 _PACKAGING = SET_MEMBERS | {FileKind.IMAGE, FileKind.OTHER}
+_CONTENT = frozenset(FileKind) - _PACKAGING
 
 
 __all__ = [
@@ -425,5 +435,7 @@ __all__ = [
     "TV_UHD",
     "XXX",
     "Category",
+    "CategoryFields",
     "categorize",
+    "category_fields",
 ]

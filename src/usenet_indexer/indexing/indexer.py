@@ -304,23 +304,46 @@ class RangeIndexer:
         if self._next == self._batch_from:
             raise IndexerError(f"take() with nothing read since article {self._batch_from}")
         counts = self._counts
+        malformed = counts.malformed
         undated = 0
-        by_release: dict[str, list[tuple[_FileAcc, FileFragment]]] = {}
+        # A release's key -> its files' accumulators and their fragments, in one order.
+        by_release: dict[str, tuple[list[_FileAcc], list[FileFragment]]] = {}
+        # The C's file_fragment called here, not through _file_fragment: a Python call less a file
+        # (issue 17, docs/PERFORMANCE.md "Session 14"); None sends a file through the Python.
+        native = None if self._speedups is None else self._speedups.file_fragment
         for acc in self._files.values():
-            built = self._file_fragment(acc, counts.malformed)
+            info = acc.info
+            built = None
+            if native is not None:
+                built = native(
+                    acc.segs,
+                    acc.mids,
+                    info.parts_total,
+                    info.name,
+                    info.file_index,
+                    acc.subject,
+                    FileFragment,
+                )
+            if built is None:
+                built = self._file_fragment_python(acc, malformed)
             # Free the file's raw columns at once: peak memory is then one copy of the batch, not two
             # (a 1,000,000-header batch peaked at ~250 MB before, ~150 MB since).
-            acc.release_columns()
+            del acc.segs[:], acc.mids[:]
             if built is not None:
-                by_release.setdefault(acc.info.release.key, []).append((acc, built))
+                held = by_release.get(info.release.key)
+                if held is None:
+                    by_release[info.release.key] = ([acc], [built])
+                else:
+                    held[0].append(acc)
+                    held[1].append(built)
         fragments: list[ReleaseFragment] = []
         candidates: list[ProbeCandidate] = []
         for key in sorted(by_release):
-            files = by_release[key]
-            fragment, missing_dates = self._release_fragment(files)
+            accs, files = by_release[key]
+            fragment, missing_dates = self._release_fragment(accs, files)
             undated += missing_dates
             fragments.append(fragment)
-            kinds = [(acc.info.kind, built) for acc, built in files]
+            kinds = [(acc.info.kind, built) for acc, built in zip(accs, files, strict=True)]
             if fragment.obfuscated:
                 candidate = probe_candidate(fragment, kinds)
             else:
@@ -637,14 +660,19 @@ class RangeIndexer:
         size, an empty message-id, a part out of its range) is walked segment by segment.
         """
         info = acc.info
-        total = info.parts_total
         if self._speedups is not None:
             # What follows, for a file whose every segment is valid; None sends it through the Python.
             built = self._speedups.file_fragment(
-                acc.segs, acc.mids, total, info.name, info.file_index, acc.subject, FileFragment
+                acc.segs, acc.mids, info.parts_total, info.name, info.file_index, acc.subject, FileFragment
             )
             if built is not None:
                 return built
+        return self._file_fragment_python(acc, malformed)
+
+    def _file_fragment_python(self, acc: _FileAcc, malformed: Counter[str]) -> FileFragment | None:
+        """_file_fragment in Python: any file the C does not build."""
+        info = acc.info
+        total = info.parts_total
         subject = acc.subject.decode("utf-8", "replace")
         raw_ids = acc.message_id_fields()
         segs = acc.columns()
@@ -699,25 +727,41 @@ class RangeIndexer:
         self._dates[raw] = value
         return value
 
-    def _release_fragment(self, files: list[tuple[_FileAcc, FileFragment]]) -> tuple[ReleaseFragment, int]:
-        accs = [acc for acc, _ in files]
-        first_acc = min(accs, key=_FIRST)
-        last_acc = max(accs, key=_LAST)
+    def _release_fragment(
+        self, accs: list[_FileAcc], files: list[FileFragment]
+    ) -> tuple[ReleaseFragment, int]:
+        """The fragment of one release's files (``files[i]`` built from ``accs[i]``), and how many of its
+        two dates could not be read."""
+        if len(accs) == 1:
+            first_acc = last_acc = accs[0]
+        else:
+            first_acc = min(accs, key=_FIRST)
+            last_acc = max(accs, key=_LAST)
+            files = sorted(files, key=_FILE_ORDER)
         first_date = self._date(first_acc.first_date)
         last_date = self._date(last_acc.last_date)
+        # The files of a release nearly always share one reading of it (_info keeps one _ReleaseInfo
+        # for equal ones) and one tuple of groups (each sorted and distinct, _groups): then theirs are
+        # the release's, found by list.count (identity first, in C) rather than min() and set() over
+        # the files (issue 17: _release_fragment was ~28 µs a release at take, docs/PERFORMANCE.md
+        # "Session 14").
         releases = [acc.info.release for acc in accs]
-        name = min(r.name for r in releases)
-        requests = [r.request_id for r in releases if r.request_id is not None]
-        # Each file's groups are sorted and distinct (_groups), and the files of a release nearly always
-        # share one tuple of them: then it is the release's.
-        distinct = {acc.groups for acc in accs}
-        groups = distinct.pop() if len(distinct) == 1 else tuple(sorted({g for gs in distinct for g in gs}))
-        built = sorted([b for _, b in files], key=_FILE_ORDER)
         head = releases[0]
+        if releases.count(head) == len(releases):
+            name, poster, request_id = head.name, head.poster, head.request_id
+        else:
+            name = min(r.name for r in releases)
+            poster = min(r.poster for r in releases)
+            requests = [r.request_id for r in releases if r.request_id is not None]
+            request_id = min(requests) if requests else None
+        listed = [acc.groups for acc in accs]
+        groups = listed[0]
+        if listed.count(groups) != len(listed):
+            groups = tuple(sorted({g for gs in listed for g in gs}))
         fragment = ReleaseFragment(
             key=head.key,
             name=name,
-            poster=min(r.poster for r in releases),
+            poster=poster,
             groups=groups,
             file_total=head.file_total,
             first_article=first_acc.first,
@@ -725,8 +769,8 @@ class RangeIndexer:
             last_article=last_acc.last,
             last_date=last_date,
             obfuscated=looks_obfuscated(name),
-            request_id=min(requests) if requests else None,
-            files=tuple(built),
+            request_id=request_id,
+            files=tuple(files),
             collection=head.collection,
         )
         return fragment, (first_date is None) + (last_date is None)

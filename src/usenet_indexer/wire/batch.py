@@ -62,7 +62,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from usenet_indexer.compression import InflateError, inflate_whole, zlib_compress
-from usenet_indexer.indexing.categories import NAMES, Category, categorize
+from usenet_indexer.indexing.categories import NAMES, Category, category_fields
 from usenet_indexer.indexing.fragment import (
     MAX_INT,
     Batch,
@@ -140,8 +140,10 @@ def encode_batch(batch: Batch, range_id: int, epoch: int) -> bytes:
 def category_list(fragment: ReleaseFragment) -> list[int | str | None]:
     """The head's ``category`` of ``fragment``: what the coordinator would find for it, named as the
     coordinator names it (check_authority)."""
-    c = categorize(clean_name(fragment.collection), [f.name for f in fragment.files])
-    return [c.id, c.season, c.episode, c.episode_last, c.year, c.resolution]
+    cid, _, season, episode, year, resolution, episode_last = category_fields(
+        clean_name(fragment.collection), [f.name for f in fragment.files]
+    )
+    return [cid, season, episode, episode_last, year, resolution]
 
 
 MAX_RESOLUTION = 16  # "2160p", "1080i", "4K": a resolution is a short tag

@@ -678,3 +678,47 @@ def test_the_volume_end_test_never_drops_a_volume(name: str) -> None:
     patterns = (names._RAR_PART, names._RAR, names._RAR_OLD_VOLUME, names._SEVEN_ZIP_PART, names._SEVEN_ZIP)
     if any(p.fullmatch(name) for p in patterns):
         assert archive_names._VOLUME_END.search(name) is not None
+
+
+_VOLUME_ENDS = st.sampled_from(
+    [
+        ".rar",
+        ".RAR",
+        ".part01.rar",
+        ".part1.rar",
+        ".part0001.rar",
+        ".part00001.rar",
+        ".PART02.RaR",
+        ".r00",
+        ".R01",
+        ".s01",
+        ".\u017f01",
+        ".r000",
+        ".r0000",
+        ".7z",
+        ".7Z",
+        ".7z.001",
+        ".7z.0001",
+        ".7z.\u0663\u0663\u0661",
+        ".part\u0661.rar",
+        ".par2",
+        ".vol00+01.par2",
+        ".part01.rar.",
+        "",
+    ]
+)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["", "x", ".", "\n", "part", "7z", "0", "Movie.2024", " ", "\u017f"]), max_size=4
+    ).map("".join),
+    _VOLUME_ENDS,
+    _VOLUME_ENDS,
+)
+def test_the_volume_tail_reads_as_the_five_patterns(base: str, end: str, after: str) -> None:
+    """_volume_of reads a name's last 13 characters with one pattern; the five patterns, tried one
+    after the other on the whole name, read every name alike (the base, its family, first or not)."""
+    name = base + end + after
+    assert archive_names._volume_of(name) == archive_names._volume_by_patterns(name)
