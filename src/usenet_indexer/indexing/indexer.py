@@ -308,27 +308,12 @@ class RangeIndexer:
         undated = 0
         # A release's key -> its files' accumulators and their fragments, in one order.
         by_release: dict[str, tuple[list[_FileAcc], list[FileFragment]]] = {}
-        # The C's file_fragment called here, not through _file_fragment: a Python call less a file
-        # (issue 17, docs/PERFORMANCE.md "Session 14"); None sends a file through the Python.
-        native = None if self._speedups is None else self._speedups.file_fragment
         for acc in self._files.values():
             info = acc.info
-            built = None
-            if native is not None:
-                built = native(
-                    acc.segs,
-                    acc.mids,
-                    info.parts_total,
-                    info.name,
-                    info.file_index,
-                    acc.subject,
-                    FileFragment,
-                )
-            if built is None:
-                built = self._file_fragment_python(acc, malformed)
+            built = self._file_fragment(acc, malformed)
             # Free the file's raw columns at once: peak memory is then one copy of the batch, not two
             # (a 1,000,000-header batch peaked at ~250 MB before, ~150 MB since).
-            del acc.segs[:], acc.mids[:]
+            acc.release_columns()
             if built is not None:
                 held = by_release.get(info.release.key)
                 if held is None:
