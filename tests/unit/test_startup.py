@@ -88,6 +88,7 @@ NOT_IN_A_COORDINATOR = (
     "sqlalchemy",
     "boto3",
     "httpx",  # at a worker's exit, for its give-back (local/run.py)
+    "usenet_indexer.wire.nzb",  # at the first NZB download (coordinator/http/newznab.py)
 )
 
 
