@@ -10,9 +10,9 @@ Each round, for each source tree in turn:
    coordinator's CPU (its process, without its reaped workers), and from its log the seconds from the
    command's start to the plan and to the first lease (the first range a worker got), and to the exit.
 
-``--tree NAME=SRC`` (repeatable) runs both with ``PYTHONPATH=SRC``, the trees alternating round by round
-so that a baseline (``git archive main src | tar -x -C /tmp/base``, the built ``_speedups*.so`` copied
-in) and this tree share the machine's noise (2 cores shared with other sessions):
+``--tree NAME=SRC`` (repeatable) runs both with ``PYTHONPATH=SRC``, the trees alternating (in reverse
+order every other round) so that a baseline (``git archive main src | tar -x -C /tmp/base``, the built
+``_speedups*.so`` copied in) and this tree share the machine's noise (2 cores shared with other sessions):
 
     uv run python bench/coordinator_start.py --rounds 8 --tree base=/tmp/base/src --tree ours=src
 """
@@ -97,7 +97,9 @@ def main() -> None:
         try:
             assert daemon.pgid is not None
             for round_ in range(rounds):
-                for name, source in trees:
+                # Every other round in the reverse order: a tree always run second would always start
+                # right after the other's run (its workers' exit, the store's files still cached).
+                for name, source in trees if round_ % 2 == 0 else trees[::-1]:
                     figures = {"import_s": import_cpu(source)}
                     run_folder = Path(folder) / f"{name}-{round_}"
                     figures |= whole_run(source, run_folder, group, port, daemon.pgid)
