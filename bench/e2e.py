@@ -262,8 +262,11 @@ def run_indexer(
     n: int,
     compression: str | None,
     kill_at: list[float] | None = None,
+    pythonpath: str | None = None,
 ) -> Run:
     env = settings_env(url, data_dir, **({"nntp_compression": compression} if compression else {}))
+    if pythonpath is not None:  # another source tree (bench/coordinator_start.py's baseline)
+        env["PYTHONPATH"] = pythonpath
     subprocess.run(
         [sys.executable, "-m", "usenet_indexer", "groups", "add", group, "--all-history"],
         env=env,

@@ -550,7 +550,10 @@ def serve(
 ) -> None:
     """Run the coordinator: its HTTP API and its background loops (with a news server: the planner,
     prefetcher and corpus fill too)."""
+    from usenet_indexer.coordinator.http import import_fastapi
     from usenet_indexer.coordinator.http.exposure import ServeError, check_exposure
+
+    import_fastapi()
     from usenet_indexer.coordinator.server import run_server
     from usenet_indexer.storage.blobs import BlobError
 
@@ -610,7 +613,7 @@ def run(
     processes. Needs a news server, like `serve`. Ctrl-C stops; the next `run` resumes."""
     from usenet_indexer.logs import without_rich
 
-    with without_rich():  # httpx, for the supervisor's give-back (logs.py)
+    with without_rich():  # rich stays out of the coordinator unless the live view needs it (logs.py)
         from usenet_indexer.local.run import RunError, RunOptions, early_run, run_settings, run_until_stopped
 
     if view not in ("auto", "live", "plain"):

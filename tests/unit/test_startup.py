@@ -43,6 +43,8 @@ from usenet_indexer.logs import without_rich
 with without_rich():
     import usenet_indexer.local.run
     # LocalRun._start_server's, once the loops are started
+    from usenet_indexer.coordinator.http import import_fastapi
+    import_fastapi()
     import uvicorn
     import usenet_indexer.coordinator.http.app
     import usenet_indexer.coordinator.http.network
@@ -77,7 +79,17 @@ NOT_IN_A_WORKER = (
     "usenet_indexer.edge.supervisor",
     "usenet_indexer.indexing.archives",
 )
-NOT_IN_A_COORDINATOR = ("jinja2", "pydantic.v1", "rich", "pygments", "alembic", "sqlalchemy", "boto3")
+NOT_IN_A_COORDINATOR = (
+    "jinja2",
+    "pydantic.v1",
+    "rich",
+    "pygments",
+    "alembic",
+    "sqlalchemy",
+    "boto3",
+    "httpx",  # at a worker's exit, for its give-back (local/run.py)
+    "usenet_indexer.wire.nzb",  # at the first NZB download (coordinator/http/newznab.py)
+)
 
 
 def loaded(code: str, args: list[str] | None = None, env: dict[str, str] | None = None) -> set[str]:
@@ -156,3 +168,39 @@ def test_the_coordinator_starts_without_templates_or_pydantic_v1() -> None:
     modules = loaded(COORDINATOR)
     assert "fastapi" in modules and "usenet_indexer.coordinator.http.app" in modules
     assert present(modules, NOT_IN_A_COORDINATOR) == []
+
+
+# `run`'s coordinator started for real on a new SQLite store (LocalRun.start: its loops, its HTTP server,
+# one worker), then asked for its OpenAPI document: whether FastAPI's OpenAPI models were built before.
+SERVING = """
+import json, sys, urllib.request
+from pathlib import Path
+from usenet_indexer.coordinator.wiring import open_services
+from usenet_indexer.local.run import LocalRun, RunOptions
+from usenet_indexer.settings import Settings
+folder = Path(sys.argv[1])
+settings = Settings(database_url=f"sqlite:///{folder / 'store.db'}", data_dir=folder, port=0)
+services = open_services(settings)
+local = LocalRun(settings, RunOptions(workers=1))
+local.start(services)
+try:
+    from fastapi.openapi.models import OpenAPI
+    built_at_start = OpenAPI.__pydantic_complete__
+    with urllib.request.urlopen(local.url + "/openapi.json", timeout=30) as reply:
+        paths = json.load(reply)["paths"]
+    print(json.dumps([built_at_start, OpenAPI.__pydantic_complete__, "/api/v1/node/lease" in paths]))
+finally:
+    local.stop()
+    services.close()
+"""
+
+
+def test_run_s_coordinator_builds_fastapi_s_openapi_models_at_the_first_openapi_json(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("USENET_INDEXER_")}
+    command = [sys.executable, "-c", SERVING, str(tmp_path)]
+    out = subprocess.run(command, capture_output=True, text=True, check=True, env=env, timeout=120)
+    built_at_start, built_after, document = json.loads(out.stdout.splitlines()[-1])
+    assert document, "/openapi.json lists the node API"
+    assert built_after, "validating the document built the models"
+    # ~80 ms of a core at every start of `run` and `serve` (coordinator/http/__init__.py, import_fastapi)
+    assert not built_at_start

@@ -32,13 +32,17 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
-from usenet_indexer.edge.client import NodeClient
 from usenet_indexer.edge.give_back import GivenBack, give_back, give_back_claimed, node_leases
 from usenet_indexer.edge.held import HELD_FILE_VARIABLE, read_held
 from usenet_indexer.edge.parent import PARENT_PID_VARIABLE
 from usenet_indexer.logs import get_logger
+
+if TYPE_CHECKING:
+    # httpx with it (~30 ms of a core): `run`'s coordinator makes its first client when a child exits
+    # (client_for), after its start.
+    from usenet_indexer.edge.client import NodeClient
 
 log = get_logger(__name__)
 

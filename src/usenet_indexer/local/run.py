@@ -40,7 +40,6 @@ from usenet_indexer.coordinator.loops.runner import LoopRunner
 from usenet_indexer.coordinator.registries.nodes import new_token
 from usenet_indexer.coordinator.wiring import Services
 from usenet_indexer.db.database import redacted
-from usenet_indexer.edge.client import NodeClient
 from usenet_indexer.edge.main import DEFAULT_BATCH_ARTICLES, EdgeOptions
 from usenet_indexer.edge.supervisor import GIVE_BACK_RETRIES, supervise
 from usenet_indexer.leases.errors import LeaseLost
@@ -52,6 +51,7 @@ from usenet_indexer.settings import Settings
 
 if TYPE_CHECKING:
     from usenet_indexer.coordinator.http.network import PromptServer
+    from usenet_indexer.edge.client import NodeClient
 
 log = get_logger(__name__)
 
@@ -229,7 +229,10 @@ class LocalRun:
 
     def _start_server(self) -> None:
         assert self.services is not None and self._socket is not None
+        from usenet_indexer.coordinator.http import import_fastapi
+
         with without_rich():
+            import_fastapi()
             from usenet_indexer.coordinator.http.app import create_app
             from usenet_indexer.coordinator.http.network import PromptServer, http_config
         server = PromptServer(http_config(create_app(self.services), self.services.settings))
@@ -274,6 +277,10 @@ class LocalRun:
             # give-back retried against the closed socket, a refusal taking 15 s instead of 2.
             if not self._serving:
                 return None
+            # Imported at a worker's exit, not at the start: httpx is ~30 ms of a core.
+            with without_rich():
+                from usenet_indexer.edge.client import NodeClient
+
             return NodeClient(self.url, tokens[slot], retries=GIVE_BACK_RETRIES)
 
         output_for: Callable[[int], IO[bytes] | None] | None = None

@@ -32,7 +32,6 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from usenet_indexer.catalog.nzbs import download_headers, nzb_bytes
 from usenet_indexer.catalog.search import MAX_LIMIT, ReleaseHit, SearchPage, SearchQuery
 from usenet_indexer.coordinator.http.state import Svc
 from usenet_indexer.coordinator.registries.users import ApiUser, BadKey, LimitReached, Usage
@@ -558,6 +557,10 @@ class Api:
 def nzb_response(row: Mapping[str, Any], *, gzip_file: bool, accept_gzip: bool, base: str) -> Response:
     """The release's NZB as a download: a ``.nzb.gz`` file with ``gzip_file``, else the NZB, compressed
     on the wire when the client accepts gzip."""
+    # At the first download, not at start-up: the NZB writer (wire/nzb.py) is ~4 ms of a core that a
+    # coordinator serving only its workers never uses (session 14).
+    from usenet_indexer.catalog.nzbs import download_headers, nzb_bytes
+
     try:
         data = nzb_bytes(dict(row), gzip=gzip_file or accept_gzip)
     except (SegmentBlobError, ValueError) as error:
