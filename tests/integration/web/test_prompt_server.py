@@ -23,6 +23,9 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 
+ARRIVED = threading.Event()  # set when a request reaches slow_app
+
+
 async def slow_app(scope: Scope, receive: Receive, send: Send) -> None:
     """Answers after the seconds its path names (``/0.5``)."""
     if scope["type"] == "lifespan":
@@ -30,6 +33,7 @@ async def slow_app(scope: Scope, receive: Receive, send: Send) -> None:
             await send({"type": "lifespan.startup.complete"})
         await send({"type": "lifespan.shutdown.complete"})
         return
+    ARRIVED.set()
     await asyncio.sleep(float(scope["path"].strip("/") or 0))
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
     await send({"type": "http.response.body", "body": b"ok"})
@@ -65,9 +69,12 @@ def test_a_request_in_flight_is_answered_before_the_server_stops(tmp_path: Path)
             with httpx.Client() as client:
                 answers.append(client.get(f"{url}/0.5", timeout=10).text)
 
+        ARRIVED.clear()
         asking = threading.Thread(target=ask)
         asking.start()
-        time.sleep(0.2)  # the request is in the app now
+        # Stopped once the request is in the app: a fixed sleep of 0.2 s was too short on a loaded
+        # machine (the stop came first, and the request was refused).
+        assert ARRIVED.wait(10)
         server.stop()
         asking.join(10)
         thread.join(10)
