@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -110,3 +111,29 @@ def machine_ticks() -> tuple[float, float]:
     values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
     idle = values[3] + values[4]  # idle + iowait
     return (sum(values[:8]) - idle) / TICK, idle / TICK
+
+
+def tree_options(parser: argparse.ArgumentParser, rounds: int, quick_rounds: int, what: str) -> None:
+    """``--rounds``, ``--quick`` and ``--tree NAME=SRC`` for a bench that runs source trees in turn (an A/B
+    in one run: ``git archive <commit> src`` unpacked, its accelerator copied in)."""
+    parser.add_argument("--rounds", type=int, default=None, help=f"{what} of each tree (default {rounds})")
+    parser.add_argument("--quick", action="store_true", help=f"{quick_rounds} rounds (make bench)")
+    parser.add_argument("--tree", action="append", default=[], help="NAME=SRC (repeatable): a source tree")
+    parser.set_defaults(default_rounds=rounds, quick_rounds=quick_rounds)
+
+
+def trees_and_rounds(args: argparse.Namespace) -> tuple[list[tuple[str, str]], int]:
+    """The source trees (NAME, SRC) of ``tree_options``' arguments (this checkout's ``src`` without any)
+    and the rounds to run; SystemExit for a tree without the package."""
+    rounds = (
+        args.rounds if args.rounds is not None else (args.quick_rounds if args.quick else args.default_rounds)
+    )
+    here = str(Path(__file__).parents[1] / "src")
+    trees: list[tuple[str, str]] = []
+    for spec in args.tree:
+        name, _, source = spec.partition("=")
+        trees.append((name, source))
+    for name, source in trees:
+        if not (Path(source) / "usenet_indexer").is_dir():
+            raise SystemExit(f"--tree {name}={source}: no usenet_indexer package there")
+    return trees or [("here", here)], int(rounds)

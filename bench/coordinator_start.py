@@ -34,7 +34,7 @@ from tests.support import inn2
 from tests.unit.test_startup import COORDINATOR
 
 import e2e
-from _common import emit
+from _common import emit, tree_options, trees_and_rounds
 
 # tests/unit/test_startup.py's COORDINATOR (what `run`'s coordinator imports before it serves), its
 # import_fastapi called only where the tree has it: a tree from before session 14 has not.
@@ -78,16 +78,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--rounds", type=int, default=None, help="rounds of each tree (default 8)")
-    parser.add_argument("--quick", action="store_true", help="3 rounds (make bench)")
-    parser.add_argument("--tree", action="append", default=[], help="NAME=SRC (repeatable): a source tree")
+    tree_options(parser, 8, 3, "rounds")
     args = parser.parse_args()
-    rounds = args.rounds if args.rounds is not None else (3 if args.quick else 8)
-    here = str(Path(__file__).parents[1] / "src")
-    trees = [tuple(spec.split("=", 1)) for spec in args.tree] or [("here", here)]
-    for name, source in trees:
-        if not (Path(source) / "usenet_indexer").is_dir():
-            raise SystemExit(f"--tree {name}={source}: no usenet_indexer package there")
+    trees, rounds = trees_and_rounds(args)
     group, _, _ = e2e.ensure_corpus(e2e.FIXED_N)
     results: dict[str, dict[str, list[float]]] = {name: {} for name, _ in trees}
     with tempfile.TemporaryDirectory(prefix="coordinator-start-") as folder:

@@ -26,7 +26,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from _common import emit
+from _common import emit, tree_options, trees_and_rounds
 from usenet_indexer.edge.main import EdgeOptions
 
 
@@ -115,16 +115,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--rounds", type=int, default=None, help="starts of each tree (default 20)")
-    parser.add_argument("--quick", action="store_true", help="5 rounds (make bench)")
-    parser.add_argument("--tree", action="append", default=[], help="NAME=SRC (repeatable): a source tree")
+    tree_options(parser, 20, 5, "starts")
     args = parser.parse_args()
-    rounds = args.rounds if args.rounds is not None else (5 if args.quick else 20)
-    here = str(Path(__file__).parents[1] / "src")
-    trees = [tuple(spec.split("=", 1)) for spec in args.tree] or [("here", here)]
-    for name, source in trees:
-        if not (Path(source) / "usenet_indexer").is_dir():
-            raise SystemExit(f"--tree {name}={source}: no usenet_indexer package there")
+    trees, rounds = trees_and_rounds(args)
     results: dict[str, list[float]] = {name: [] for name, _ in trees}
     with tempfile.TemporaryDirectory(prefix="worker-start-") as folder:
         for round_ in range(rounds):

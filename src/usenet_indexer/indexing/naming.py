@@ -98,17 +98,19 @@ def file_kind(file_name: str) -> FileKind:
     return FileKind.OTHER
 
 
-# The kinds file_kind finds by the extension alone: the others (par2 index or volume, a numbered or
-# split volume's family, no extension) take its later tests.
-_BY_EXTENSION_ONLY = frozenset(FileKind) - {
+# The kinds file_kind finds by more than the extension (a par2 index or volume, a numbered or split
+# volume's family, no known extension), in the order the accelerator's subject tables index them
+# (rules.py); every other kind is the extension's alone.
+NOT_BY_EXTENSION = (
+    FileKind.OTHER,
     FileKind.PAR2,
     FileKind.PAR2_VOLUME,
     FileKind.SEVEN_ZIP,
     FileKind.SPLIT,
     FileKind.ZIP,
     FileKind.RAR,
-    FileKind.OTHER,
-}
+)
+_BY_EXTENSION_ONLY = frozenset(FileKind) - frozenset(NOT_BY_EXTENSION)
 
 
 def count_kinds(file_names: Iterable[str], kinds: frozenset[FileKind]) -> dict[FileKind, int]:
@@ -260,6 +262,7 @@ def normalise_poster(poster: str) -> str:
 
 
 __all__ = [
+    "NOT_BY_EXTENSION",
     "SET_MEMBERS",
     "FileKind",
     "clean_name",
