@@ -28,7 +28,7 @@ import tempfile
 import time
 import tracemalloc
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -94,17 +94,26 @@ def index(
     """What a worker does: inflate and index each chunk, take a batch every ``batch_articles``."""
     indexer = RangeIndexer(GROUP, first, last, first, default_rules(), native=native)
     headers = fragments = 0
+    for _ in batch_points(indexer, first, last, chunks, batch_articles):
+        batch = indexer.take()
+        headers += batch.headers
+        fragments += len(batch.fragments)
+    return headers, fragments
+
+
+def batch_points(
+    indexer: RangeIndexer, first: int, last: int, chunks: list[tuple[int, int, bytes]], batch_articles: int
+) -> Iterator[None]:
+    """Inflates and feeds each chunk to ``indexer``; yields where a worker takes a batch (every
+    ``batch_articles``, and after the last chunk)."""
     batch_from = first
     for _, high, data in chunks:
         indexer.add_text(zlib.decompress(data), high + 1)
         if high == last:
             indexer.finish()
         if high == last or high + 1 - batch_from >= batch_articles:
-            batch = indexer.take()
-            headers += batch.headers
-            fragments += len(batch.fragments)
+            yield
             batch_from = high + 1
-    return headers, fragments
 
 
 def take_and_encode(
@@ -115,21 +124,15 @@ def take_and_encode(
     indexer = RangeIndexer(GROUP, first, last, first, default_rules())
     take = encode = 0.0
     headers = 0
-    batch_from = first
     gc.collect()
-    for _, high, data in chunks:
-        indexer.add_text(zlib.decompress(data), high + 1)
-        if high == last:
-            indexer.finish()
-        if high == last or high + 1 - batch_from >= batch_articles:
-            began = time.thread_time()
-            batch = indexer.take()
-            taken = time.thread_time()
-            encode_batch(batch, 1, 1)
-            encode += time.thread_time() - taken
-            take += taken - began
-            headers += batch.headers
-            batch_from = high + 1
+    for _ in batch_points(indexer, first, last, chunks, batch_articles):
+        began = time.thread_time()
+        batch = indexer.take()
+        taken = time.thread_time()
+        encode_batch(batch, 1, 1)
+        encode += time.thread_time() - taken
+        take += taken - began
+        headers += batch.headers
     return take, encode, headers
 
 
