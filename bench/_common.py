@@ -113,21 +113,19 @@ def machine_ticks() -> tuple[float, float]:
     return (sum(values[:8]) - idle) / TICK, idle / TICK
 
 
-def tree_options(parser: argparse.ArgumentParser, rounds: int, quick_rounds: int, what: str) -> None:
-    """``--rounds``, ``--quick`` and ``--tree NAME=SRC`` for a bench that runs source trees in turn (an A/B
-    in one run: ``git archive <commit> src`` unpacked, its accelerator copied in)."""
+def tree_arguments(
+    doc: str | None, rounds: int, quick_rounds: int, what: str
+) -> tuple[list[tuple[str, str]], int]:
+    """The command line of a bench that runs source trees in turn (an A/B in one run: ``git archive
+    <commit> src`` unpacked, its accelerator copied in): ``--rounds``, ``--quick`` and ``--tree
+    NAME=SRC``. The source trees (NAME, SRC), this checkout's ``src`` without any, and the rounds to
+    run; SystemExit for a tree without the package."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=None, help=f"{what} of each tree (default {rounds})")
     parser.add_argument("--quick", action="store_true", help=f"{quick_rounds} rounds (make bench)")
     parser.add_argument("--tree", action="append", default=[], help="NAME=SRC (repeatable): a source tree")
-    parser.set_defaults(default_rounds=rounds, quick_rounds=quick_rounds)
-
-
-def trees_and_rounds(args: argparse.Namespace) -> tuple[list[tuple[str, str]], int]:
-    """The source trees (NAME, SRC) of ``tree_options``' arguments (this checkout's ``src`` without any)
-    and the rounds to run; SystemExit for a tree without the package."""
-    rounds = (
-        args.rounds if args.rounds is not None else (args.quick_rounds if args.quick else args.default_rounds)
-    )
+    args = parser.parse_args()
+    chosen = args.rounds if args.rounds is not None else (quick_rounds if args.quick else rounds)
     here = str(Path(__file__).parents[1] / "src")
     trees: list[tuple[str, str]] = []
     for spec in args.tree:
@@ -136,4 +134,4 @@ def trees_and_rounds(args: argparse.Namespace) -> tuple[list[tuple[str, str]], i
     for name, source in trees:
         if not (Path(source) / "usenet_indexer").is_dir():
             raise SystemExit(f"--tree {name}={source}: no usenet_indexer package there")
-    return trees or [("here", here)], int(rounds)
+    return trees or [("here", here)], int(chosen)

@@ -19,7 +19,6 @@ order every other round) so that a baseline (``git archive main src | tar -x -C 
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import subprocess
@@ -34,7 +33,7 @@ from tests.support import inn2
 from tests.unit.test_startup import COORDINATOR
 
 import e2e
-from _common import emit, tree_options, trees_and_rounds
+from _common import emit, tree_arguments
 
 # tests/unit/test_startup.py's COORDINATOR (what `run`'s coordinator imports before it serves), its
 # import_fastapi called only where the tree has it: a tree from before session 14 has not.
@@ -75,12 +74,7 @@ def whole_run(source: str, folder: Path, group: str, port: int, daemon: int) -> 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    tree_options(parser, 8, 3, "rounds")
-    args = parser.parse_args()
-    trees, rounds = trees_and_rounds(args)
+    trees, rounds = tree_arguments(__doc__, 8, 3, "rounds")
     group, _, _ = e2e.ensure_corpus(e2e.FIXED_N)
     results: dict[str, dict[str, list[float]]] = {name: {} for name, _ in trees}
     with tempfile.TemporaryDirectory(prefix="coordinator-start-") as folder:

@@ -15,7 +15,6 @@ machine's noise (2 cores shared with other sessions):
 
 from __future__ import annotations
 
-import argparse
 import http.server
 import os
 import signal
@@ -26,7 +25,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from _common import emit, tree_options, trees_and_rounds
+from _common import emit, tree_arguments
 from usenet_indexer.edge.main import EdgeOptions
 
 
@@ -112,12 +111,7 @@ def one_start(source: str, folder: Path) -> tuple[float, str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    tree_options(parser, 20, 5, "starts")
-    args = parser.parse_args()
-    trees, rounds = trees_and_rounds(args)
+    trees, rounds = tree_arguments(__doc__, 20, 5, "starts")
     results: dict[str, list[float]] = {name: [] for name, _ in trees}
     with tempfile.TemporaryDirectory(prefix="worker-start-") as folder:
         for round_ in range(rounds):
