@@ -6,7 +6,9 @@ empty database of each dialect and compares. After a new migration, write them a
     scripts/uv.sh run python -m tests.support.schema
 
 PostgreSQL's is ``pg_dump --schema-only`` (the same major version as the server), without its
-comments, settings and session keys; SQLite's is ``sqlite_master``'s statements in name order.
+comments, settings and session keys; SQLite's is ``sqlite_master``'s statements in name order (a
+virtual table's shadow tables left out), then the rows its tables hold: db/migrate.py makes a new
+SQLite store by running it.
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ import shutil
 import sqlite3
 import subprocess
 import tempfile
+from contextlib import closing
 from pathlib import Path
 
-from usenet_indexer.db import upgrade
 from usenet_indexer.db.database import sqlite_path
+from usenet_indexer.db.migrate import migrate
 
 SQL = Path(__file__).resolve().parents[2] / "src" / "usenet_indexer" / "db" / "sql"
 HEADER = (
@@ -30,20 +33,48 @@ HEADER = (
 # its \\restrict guard (pg_dump 15.14 and later).
 NOISE = re.compile(r"^(--.*|SET .*|SELECT pg_catalog\.set_config.*|\\(un)?restrict .*)$")
 
+# One release row, written by hand (no search entry): what the schema tests write to a store.
+ONE_RELEASE = (
+    "INSERT INTO releases (key, name, search_name, poster, group_name, groups, file_total,"
+    " files_seen, files_expected, parts_seen, parts_expected, completion, complete, size,"
+    " first_article, last_article, posted_at, obfuscated, category, segments, created_at, updated_at)"
+    " VALUES ('k', 'Some.Show.S01E01', 'some show s01e01', 'p', 'g', 'g', 1, 1, 1, 1, 1, 1.0, 1, 1,"
+    " 1, 1, 0, 0, 0, x'', 0, 0)"
+)
+
 
 def schema_file(dialect: str) -> Path:
     return SQL / dialect / "schema.sql"
 
 
+def sqlite_statements(conn: sqlite3.Connection) -> list[str]:
+    """What makes this SQLite database again, in an order that can be run (db/migrate.py made_at_head
+    runs it to make a new store): its tables and virtual tables by name, then indexes and triggers by
+    name, then every row its tables hold (alembic_version's, and what migrations inserted). A virtual
+    table's shadow tables are left out: the virtual table makes them."""
+    shadow = {name for _, name, kind, *_ in conn.execute("PRAGMA table_list") if kind == "shadow"}
+    objects = conn.execute(
+        "SELECT name, type, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' "
+        "ORDER BY CASE type WHEN 'table' THEN 0 ELSE 1 END, name"
+    ).fetchall()
+    out = [sql for name, _, sql in objects if name not in shadow]
+    for name, kind, sql in objects:
+        if kind != "table" or name in shadow or sql.startswith("CREATE VIRTUAL TABLE"):
+            continue
+        columns = [row[1] for row in conn.execute(f'PRAGMA table_info("{name}")')]
+        values = " || ',' || ".join(f'quote("{column}")' for column in columns)
+        order = ", ".join(f'"{column}"' for column in columns)
+        for (row,) in conn.execute(f'SELECT {values} FROM "{name}" ORDER BY {order}'):
+            out.append(f"INSERT INTO {name} VALUES({row})")
+    return out
+
+
 def dump(url: str) -> str:
     """The schema of the database at ``url`` as SQL, normalized."""
     if url.startswith("sqlite"):
-        with sqlite3.connect(sqlite_path(url)) as conn:
-            rows = conn.execute(
-                "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' "
-                "ORDER BY CASE type WHEN 'table' THEN 0 ELSE 1 END, name"
-            ).fetchall()
-        return HEADER.format(dialect="sqlite") + "".join(f"{sql};\n\n" for (sql,) in rows).rstrip() + "\n"
+        with closing(sqlite3.connect(sqlite_path(url))) as conn:
+            statements = sqlite_statements(conn)
+        return HEADER.format(dialect="sqlite") + "".join(f"{sql};\n\n" for sql in statements).rstrip() + "\n"
     pg_dump = shutil.which("pg_dump")
     if pg_dump is None:
         raise RuntimeError("pg_dump is missing: install PostgreSQL's client (postgresql-client)")
@@ -64,7 +95,7 @@ def write() -> None:
 
     with tempfile.TemporaryDirectory() as folder:
         url = f"sqlite:///{folder}/schema.db"
-        upgrade(url)
+        migrate(url)
         schema_file("sqlite").write_text(dump(url), encoding="utf-8")
     template = PostgresTemplate()
     try:

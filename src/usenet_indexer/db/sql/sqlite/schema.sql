@@ -268,14 +268,6 @@ CREATE TABLE releases (
 
 CREATE VIRTUAL TABLE releases_fts USING fts5(search_name, content='releases', content_rowid='id', tokenize='unicode61');
 
-CREATE TABLE 'releases_fts_config'(k PRIMARY KEY, v) WITHOUT ROWID;
-
-CREATE TABLE 'releases_fts_data'(id INTEGER PRIMARY KEY, block BLOB);
-
-CREATE TABLE 'releases_fts_docsize'(id INTEGER PRIMARY KEY, sz BLOB);
-
-CREATE TABLE 'releases_fts_idx'(segid, term, pgno, PRIMARY KEY(segid, term)) WITHOUT ROWID;
-
 CREATE TABLE rule_sets (
 	version INTEGER NOT NULL, 
 	rules TEXT NOT NULL, 
@@ -366,3 +358,5 @@ CREATE INDEX snapshot_log_lane ON snapshot_log (group_id, lane, epoch, next);
 CREATE INDEX web_sessions_expires ON web_sessions (expires_at);
 
 CREATE INDEX web_sessions_user ON web_sessions (user_id);
+
+INSERT INTO alembic_version VALUES('0019');
