@@ -87,6 +87,11 @@ def test_workers_survive_stops_kills_pauses_and_a_coordinator_restart(pg_url: st
         coordinator.kill()
         time.sleep(1.5)
         coordinator.start()
+        # Woken only once its range was taken over. While a stream waits for a chunk, the coordinator
+        # heartbeats the lease for its worker (a keepalive), stopped or not: worker 2's lease lapses only
+        # after its stream ended (its last chunk sent, or the coordinator killed), and woken before the
+        # TTL passed after that it went on with its range, never refused (failed once, session 15).
+        wait_for(lambda: not leased_by(2), 120, "worker 2's range to be taken over")
         workers[2].signal(signal.SIGCONT)
         wait_for(lambda: done() == total, 240, "every range to finish")
         # The workers that were not killed went on through the coordinator's restart.
