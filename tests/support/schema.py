@@ -52,14 +52,19 @@ def sqlite_statements(conn: sqlite3.Connection) -> list[str]:
     runs it to make a new store): its tables and virtual tables by name, then indexes and triggers by
     name, then every row its tables hold (alembic_version's, and what migrations inserted). A virtual
     table's shadow tables are left out: the virtual table makes them."""
-    shadow = {name for _, name, kind, *_ in conn.execute("PRAGMA table_list") if kind == "shadow"}
-    objects = conn.execute(
-        "SELECT name, type, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' "
-        "ORDER BY CASE type WHEN 'table' THEN 0 ELSE 1 END, name"
-    ).fetchall()
-    out = [sql for name, _, sql in objects if name not in shadow]
-    for name, kind, sql in objects:
-        if kind != "table" or name in shadow or sql.startswith("CREATE VIRTUAL TABLE"):
+    # "table", "view", "virtual" or "shadow" (a virtual table's own), by table name.
+    kinds = {name: kind for _, name, kind, *_ in conn.execute("PRAGMA table_list")}
+    objects = [
+        (name, sql)
+        for name, sql in conn.execute(
+            "SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' "
+            "ORDER BY CASE type WHEN 'table' THEN 0 ELSE 1 END, name"
+        )
+        if kinds.get(name) != "shadow"
+    ]
+    out = [sql for _, sql in objects]
+    for name, _ in objects:
+        if kinds.get(name) != "table":
             continue
         columns = [row[1] for row in conn.execute(f'PRAGMA table_info("{name}")')]
         values = " || ',' || ".join(f'quote("{column}")' for column in columns)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import re
 import sqlite3
+from contextlib import closing
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -75,23 +76,17 @@ def made_at_head(url: str, head: str) -> bool:
     script = resources.files("usenet_indexer.db").joinpath("sql", "sqlite", "schema.sql").read_text("utf-8")
     if f"INSERT INTO alembic_version VALUES('{head}');" not in script:
         return False
-    conn = sqlite3.connect(sqlite_path(url), isolation_level=None, timeout=60.0)
-    try:
+    # Closed without its COMMIT (a store already made, a statement that fails), the transaction is
+    # rolled back: nothing is written.
+    with closing(sqlite3.connect(sqlite_path(url), isolation_level=None, timeout=60.0)) as conn:
         # Two processes making one store at once: the second waits here, then finds the tables.
         conn.execute("BEGIN IMMEDIATE")
         if conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone() is not None:
-            conn.execute("ROLLBACK")
             return False
         for statement in schema_statements(script):
             conn.execute(statement)
         conn.execute("COMMIT")
         return True
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    finally:
-        conn.close()
 
 
 def schema_statements(script: str) -> list[str]:
@@ -103,9 +98,7 @@ def schema_statements(script: str) -> list[str]:
         if sqlite3.complete_statement(pending):
             statements.append(pending.strip())
             pending = ""
-    if pending.strip() and not all(
-        line.startswith("--") or not line.strip() for line in pending.splitlines()
-    ):
+    if pending.strip():
         raise ValueError(f"the schema script ends inside a statement: {pending.strip()[:200]!r}")
     return statements
 

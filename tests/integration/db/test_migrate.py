@@ -164,3 +164,20 @@ def test_a_schema_script_is_split_into_statements_triggers_whole() -> None:
     assert statements[2] == "INSERT INTO a VALUES('x;y');"
     with pytest.raises(ValueError, match="ends inside a statement"):
         schema_statements("CREATE TABLE b (x")
+
+
+def test_a_store_whose_making_fails_is_left_empty(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A statement of the schema file that fails leaves no table behind: the next start makes it."""
+    import usenet_indexer.db.migrate as migrate_module
+
+    url = f"sqlite:///{tmp_path / 'broken.db'}"
+    statements = schema_statements
+    monkeypatch.setattr(
+        migrate_module, "schema_statements", lambda script: [*statements(script)[:5], "CREATE TABLE broken ("]
+    )
+    with pytest.raises(sqlite3.OperationalError):
+        made_at_head(url, head_revision() or "")
+    with closing(sqlite3.connect(tmp_path / "broken.db")) as conn:
+        assert conn.execute("SELECT count(*) FROM sqlite_master").fetchone() == (0,)
+    monkeypatch.undo()
+    assert made_at_head(url, head_revision() or "")
